@@ -1,0 +1,5 @@
+"""``python -m arbiter`` runs the CLI."""
+
+from arbiter.cli import main
+
+main()

@@ -1,0 +1,266 @@
+"""The ``arbiter`` command line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Annotated
+
+import orjson
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from ruamel.yaml import YAML
+
+from arbiter.inputs import parse_samples
+from arbiter.summary import rewards_table, summary_table
+from arbiter.version import __version__
+from graders.registry import default_registry
+from graders.types import Sample
+from rubrics.compose import normalize_rewards
+from rubrics.errors import RubricError
+from rubrics.json_schema import rubric_json_schema
+from rubrics.loader import load_rubric
+from rubrics.reward import Reward
+from rubrics.rubric import Rubric
+from rubrics.score import prompt_key, score_samples
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="arbiter",
+    help="Rewards for RL post-training: rubrics of graders, served or run in batch.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+rubric_app = typer.Typer(help="Validate, inspect and export rubrics.", no_args_is_help=True)
+app.add_typer(rubric_app, name="rubric")
+
+# Off a terminal (a pipe, a CI log) rich would assume 80 columns and fold the tables.
+out = Console(width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+
+#: Rows up to which `arbiter score` prints one table row per sample.
+ROW_TABLE_LIMIT = 50
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"arbiter {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Arbiter: rewards for RL post-training."""
+
+
+def _load(path: Path) -> Rubric:
+    try:
+        return load_rubric(path)
+    except RubricError as e:
+        for issue in e.issues:
+            err.print(str(issue), markup=False, highlight=False)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        err.print(f"{path}: cannot read: {e.strerror}", markup=False)
+        raise typer.Exit(1) from None
+
+
+def _rubric_files(paths: list[Path]) -> Iterator[Path]:
+    for path in paths:
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml"))
+        else:
+            yield path
+
+
+@rubric_app.command("validate")
+def rubric_validate(
+    paths: Annotated[list[Path], typer.Argument(help="Rubric files or folders of them.")],
+) -> None:
+    """Validate rubric files; list every error; exit 1 if any file has one."""
+    failed = 0
+    checked = 0
+    for path in _rubric_files(paths):
+        checked += 1
+        try:
+            rubric = load_rubric(path)
+        except RubricError as e:
+            failed += 1
+            for issue in e.issues:
+                err.print(str(issue), markup=False, highlight=False)
+            continue
+        except OSError as e:
+            failed += 1
+            err.print(f"{path}: cannot read: {e.strerror}", markup=False)
+            continue
+        out.print(
+            f"ok  {path}  {rubric.name} v{rubric.version}  sha256:{rubric.sha256[:16]}",
+            markup=False,
+            highlight=False,
+        )
+    if checked == 0:
+        err.print("no rubric files found")
+        raise typer.Exit(1)
+    if failed:
+        err.print(f"{failed} of {checked} rubric file(s) invalid")
+        raise typer.Exit(1)
+
+
+@rubric_app.command("show")
+def rubric_show(
+    path: Annotated[Path, typer.Argument(help="A rubric file.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of YAML.")] = False,
+) -> None:
+    """Print the resolved rubric (every default filled in) and its sha256."""
+    rubric = _load(path)
+    doc = rubric.canonical()
+    if as_json:
+        print(json.dumps({"sha256": rubric.sha256, "rubric": doc}, indent=2, sort_keys=True))
+        return
+    print(f"# {rubric.name} v{rubric.version}  sha256: {rubric.sha256}")
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
+    yaml.dump(doc, sys.stdout)
+
+
+@rubric_app.command("schema")
+def rubric_schema(
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of rubric files (for yaml-language-server and editors)."""
+    text = json.dumps(rubric_json_schema(), indent=2) + "\n"
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+
+
+@rubric_app.command("graders")
+def rubric_graders() -> None:
+    """List the graders a rubric can name."""
+    for grader in default_registry():
+        out.print(f"{grader.name:<16} v{grader.version:<6} {grader.description}", markup=False)
+
+
+@contextmanager
+def _atomic_output(path: Path | None) -> Iterator[IO[bytes]]:
+    """Write to ``path`` only once everything is written (no half files), or to stdout."""
+    if path is None:
+        yield sys.stdout.buffer
+        sys.stdout.buffer.flush()
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command("score")
+def score(
+    input_path: Annotated[
+        Path, typer.Argument(metavar="INPUT.jsonl", help="Samples, one JSON per line ('-': stdin).")
+    ],
+    rubric_path: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric file.")],
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Write rewards here (default: stdout)."),
+    ] = None,
+    skip_invalid: Annotated[
+        bool, typer.Option("--skip-invalid", help="Report and skip bad input lines.")
+    ] = False,
+    chunk_size: Annotated[
+        int, typer.Option(min=1, help="Samples graded concurrently per step.")
+    ] = 512,
+    table: Annotated[
+        str, typer.Option(help="Table at the end: auto, rows, summary or none.")
+    ] = "auto",
+) -> None:
+    """Score samples under a rubric: one reward JSON per input line, in input order."""
+    if table not in ("auto", "rows", "summary", "none"):
+        raise typer.BadParameter("expected auto, rows, summary or none", param_hint="--table")
+    rubric = _load(rubric_path)
+    source = "<stdin>" if str(input_path) == "-" else str(input_path)
+    try:
+        if source == "<stdin>":
+            lines = sys.stdin.buffer.read().splitlines()
+        else:
+            lines = input_path.read_bytes().splitlines()
+    except OSError as e:
+        err.print(f"{input_path}: cannot read: {e.strerror}", markup=False)
+        raise typer.Exit(1) from None
+
+    numbered, issues = parse_samples(lines, source)
+    for issue in issues[:50]:
+        err.print(str(issue), markup=False, highlight=False)
+    if len(issues) > 50:
+        err.print(f"... and {len(issues) - 50} more invalid line(s)")
+    if issues and not skip_invalid:
+        err.print(
+            f"{len(issues)} invalid line(s); nothing was scored or written "
+            "(fix them, or pass --skip-invalid to score the rest)"
+        )
+        raise typer.Exit(1)
+    samples = [s for _, s in numbered]
+
+    rewards = asyncio.run(_score_in_chunks(rubric, samples, chunk_size))
+    with _atomic_output(output) as sink:
+        for reward in rewards:
+            sink.write(orjson.dumps(reward.model_dump(mode="json")))
+            sink.write(b"\n")
+
+    show = out if output is not None else err
+    title = f"{rubric.name} v{rubric.version} on {source}: {len(rewards)} sample(s)"
+    if issues:
+        title += f", {len(issues)} invalid line(s) skipped"
+    if table == "rows" or (table == "auto" and len(rewards) <= ROW_TABLE_LIMIT):
+        show.print(rewards_table(rewards, title))
+    if table in ("summary", "auto"):
+        show.print(summary_table(rewards, "summary" if len(rewards) <= ROW_TABLE_LIMIT else title))
+    if output is not None:
+        show.print(f"wrote {len(rewards)} reward(s) to {output}", markup=False, highlight=False)
+
+
+async def _score_in_chunks(rubric: Rubric, samples: list[Sample], chunk: int) -> list[Reward]:
+    rewards: list[Reward] = []
+    with Progress(
+        TextColumn("scoring"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("scoring", total=len(samples))
+        for start in range(0, len(samples), chunk):
+            part = samples[start : start + chunk]
+            rewards.extend(await score_samples(rubric, part, normalize=False))
+            progress.advance(task, len(part))
+    # Groups can straddle chunks, so normalize once over the whole set.
+    return normalize_rewards(rewards, rubric.spec.normalize, [prompt_key(s) for s in samples])
+
+
+def main() -> None:
+    """Run the CLI."""
+    app()

@@ -1,0 +1,75 @@
+"""The grader protocol: an async callable with a typed, validated configuration."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from graders.types import FailureKind, GradeResult, Sample, Violation
+
+__all__ = ["Grader", "GraderConfig"]
+
+
+class GraderConfig(BaseModel):
+    """Base of every grader's configuration: unknown keys are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+ConfigT = TypeVar("ConfigT", bound=GraderConfig)
+
+
+class Grader(ABC, Generic[ConfigT]):
+    """A named, versioned grader.
+
+    Subclasses set ``name``, ``version`` (bump it whenever scores can change, so
+    replays and drift streams can tell grader revisions apart), ``config_model``
+    and ``description``, and implement :meth:`grade`. A grader never knows what a
+    rubric is: it receives only its own config.
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[str]
+    config_model: ClassVar[type[GraderConfig]]
+    description: ClassVar[str] = ""
+    default_timeout_s: ClassVar[float] = 30.0
+
+    @abstractmethod
+    async def grade(self, sample: Sample, config: ConfigT) -> GradeResult:
+        """Grade one sample; return a failure result rather than raising for bad input."""
+
+    def scored(
+        self,
+        score: float,
+        *,
+        details: dict[str, Any] | None = None,
+        violations: tuple[Violation, ...] = (),
+    ) -> GradeResult:
+        """Build a successful result stamped with this grader's name and version."""
+        return GradeResult(
+            grader=self.name,
+            grader_version=self.version,
+            score=score,
+            details=details or {},
+            violations=violations,
+        )
+
+    def failed(
+        self,
+        kind: FailureKind,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        violations: tuple[Violation, ...] = (),
+    ) -> GradeResult:
+        """Build a failure result stamped with this grader's name and version."""
+        return GradeResult.failed(
+            self.name,
+            kind,
+            message,
+            grader_version=self.version,
+            details=details,
+            violations=violations,
+        )

@@ -1,0 +1,80 @@
+"""Name → grader class, so a rubric can name graders and validate their configs at load."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+from typing import Any
+
+from graders.base import Grader
+
+__all__ = ["GraderRegistry", "UnknownGraderError", "default_registry"]
+
+
+class UnknownGraderError(KeyError):
+    """A grader name that no registered grader has."""
+
+    def __init__(self, name: str, known: list[str]) -> None:
+        self.name = name
+        self.known = known
+        self.suggestion = next(iter(difflib.get_close_matches(name, known, n=1)), None)
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        hint = f"; did you mean {self.suggestion!r}?" if self.suggestion else ""
+        return f"unknown grader {self.name!r} (known: {', '.join(self.known)}){hint}"
+
+
+class GraderRegistry:
+    """Grader classes by name, and one shared instance of each once asked for."""
+
+    def __init__(self) -> None:
+        self._classes: dict[str, type[Grader[Any]]] = {}
+        self._instances: dict[str, Grader[Any]] = {}
+
+    def register(self, cls: type[Grader[Any]], *, replace: bool = False) -> type[Grader[Any]]:
+        """Add a grader class; a name can be taken once unless ``replace`` is set."""
+        if cls.name in self._classes and not replace:
+            raise ValueError(f"a grader named {cls.name!r} is already registered")
+        self._classes[cls.name] = cls
+        self._instances.pop(cls.name, None)
+        return cls
+
+    def add_instance(self, grader: Grader[Any]) -> None:
+        """Register a ready instance (one built with its I/O dependencies injected)."""
+        self._classes[grader.name] = type(grader)
+        self._instances[grader.name] = grader
+
+    def get(self, name: str) -> type[Grader[Any]]:
+        """Return the grader class called ``name``."""
+        try:
+            return self._classes[name]
+        except KeyError:
+            raise UnknownGraderError(name, self.names()) from None
+
+    def instance(self, name: str) -> Grader[Any]:
+        """Return the shared instance of grader ``name``, building it on first use."""
+        grader = self._instances.get(name)
+        if grader is None:
+            grader = self.get(name)()
+            self._instances[name] = grader
+        return grader
+
+    def names(self) -> list[str]:
+        """Registered grader names, sorted."""
+        return sorted(self._classes)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._classes
+
+    def __iter__(self) -> Iterator[type[Grader[Any]]]:
+        return iter(self._classes[name] for name in self.names())
+
+
+def default_registry() -> GraderRegistry:
+    """Return a fresh registry holding every grader that ships with Arbiter."""
+    from graders.efficiency import EfficiencyGrader
+
+    registry = GraderRegistry()
+    registry.register(EfficiencyGrader)
+    return registry

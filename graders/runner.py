@@ -1,0 +1,124 @@
+"""Run many grader jobs concurrently, each under its own deadline.
+
+Every job ends in exactly one :class:`GradeResult`. A grader that raises, hangs,
+or returns something that is not a valid result becomes a typed failure on that
+one component; the batch goes on. The failure is recorded once, here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from graders.base import Grader, GraderConfig
+from graders.types import FailureKind, GradeResult, Sample
+
+__all__ = ["GraderJob", "run_job", "run_jobs"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class GraderJob:
+    """One (sample x component) to grade."""
+
+    sample: Sample
+    component: str
+    grader: Grader[Any]
+    config: GraderConfig
+    timeout_s: float
+
+
+async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResult:
+    """Grade one job; never raises except on cancellation of the caller.
+
+    Args:
+        job: what to grade.
+        deadline: an absolute ``time.monotonic()`` after which the job is cut
+            short with a ``timeout`` failure, whatever its own timeout says.
+    """
+    grader = job.grader
+    timeout_s = job.timeout_s
+    if deadline is not None:
+        timeout_s = min(timeout_s, deadline - time.monotonic())
+    started = time.perf_counter()
+
+    def failed(kind: FailureKind, message: str, *, retryable: bool = False) -> GradeResult:
+        return GradeResult.failed(
+            grader.name,
+            kind,
+            message,
+            grader_version=grader.version,
+            retryable=retryable,
+            latency_s=time.perf_counter() - started,
+        )
+
+    if timeout_s <= 0:
+        return failed(FailureKind.TIMEOUT, "the request deadline passed before this grader started")
+    try:
+        async with asyncio.timeout(timeout_s):
+            result = await grader.grade(job.sample, job.config)
+    except TimeoutError:
+        return failed(FailureKind.TIMEOUT, f"no result within {timeout_s:.3g} s", retryable=True)
+    except ValidationError as e:
+        # A grader that tried to build an invalid result (a score outside [0, 1],
+        # NaN) has a bug; the sample is not to blame and must not get a number.
+        logger.warning(
+            "grader %s produced an invalid result for sample %s: %s",
+            grader.name,
+            job.sample.id,
+            e,
+        )
+        return failed(FailureKind.INVALID_SCORE, f"grader produced an invalid result: {e}")
+    except Exception as e:
+        logger.warning(
+            "grader %s raised on sample %s (component %s)",
+            grader.name,
+            job.sample.id,
+            job.component,
+            exc_info=True,
+        )
+        return failed(FailureKind.GRADER_ERROR, f"{type(e).__name__}: {e}")
+    if not isinstance(result, GradeResult):
+        return failed(
+            FailureKind.INVALID_SCORE,
+            f"grader returned {type(result).__name__}, expected GradeResult",
+        )
+    return result.model_copy(
+        update={
+            "grader": grader.name,
+            "grader_version": grader.version,
+            "latency_s": time.perf_counter() - started,
+        }
+    )
+
+
+async def run_jobs(
+    jobs: Sequence[GraderJob],
+    *,
+    deadline: float | None = None,
+    max_concurrency: int | None = None,
+) -> list[GradeResult]:
+    """Grade every job concurrently; results come back in the order of ``jobs``.
+
+    Args:
+        jobs: the (sample x component) jobs.
+        deadline: absolute ``time.monotonic()`` bound for the whole batch.
+        max_concurrency: at most this many jobs in flight (``None``: no bound).
+    """
+    if max_concurrency is None:
+        return list(await asyncio.gather(*(run_job(job, deadline=deadline) for job in jobs)))
+
+    gate = asyncio.Semaphore(max_concurrency)
+
+    async def bounded(job: GraderJob) -> GradeResult:
+        async with gate:
+            return await run_job(job, deadline=deadline)
+
+    return list(await asyncio.gather(*(bounded(job) for job in jobs)))

@@ -1,0 +1,201 @@
+"""The data every grader consumes and produces: Sample in, GradeResult out.
+
+A grader that cannot score returns ``score=None`` with a typed :class:`Failure`;
+it never invents a number. The rubric decides what a missing score costs.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    NonNegativeFloat,
+    NonNegativeInt,
+    StrictStr,
+    model_validator,
+)
+
+__all__ = [
+    "Failure",
+    "FailureKind",
+    "GradeResult",
+    "IOCase",
+    "Message",
+    "Metrics",
+    "Sample",
+    "TaskSpec",
+    "ToolCall",
+    "Violation",
+    "ViolationType",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FailureKind(StrEnum):
+    """Why a grader could not score: each kind is attributed to one boundary."""
+
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    SANDBOX_ERROR = "sandbox_error"
+    SYNTAX_ERROR = "syntax_error"
+    COLLECTION_ERROR = "collection_error"
+    NO_CODE = "no_code"
+    MISSING_INPUT = "missing_input"
+    JUDGE_ERROR = "judge_error"
+    GRADER_ERROR = "grader_error"
+    INVALID_SCORE = "invalid_score"
+
+
+class ViolationType(StrEnum):
+    """The taxonomy of reward hacks and forbidden behaviour a rubric can penalise."""
+
+    EARLY_EXIT = "early_exit"
+    TEST_SKIPPING = "test_skipping"
+    ALWAYS_EQUAL = "always_equal"
+    FRAMEWORK_PATCHING = "framework_patching"
+    INTROSPECTION = "introspection"
+    HARDCODED_OUTPUT = "hardcoded_output"
+    TEST_TAMPERING = "test_tampering"
+    NETWORK_ACCESS = "network_access"
+    SUBPROCESS = "subprocess"
+    FORBIDDEN_OPERATION = "forbidden_operation"
+    SUPPRESSION_COMMENT = "suppression_comment"
+    VERDICT_FORGERY = "verdict_forgery"
+    RESOURCE_ABUSE = "resource_abuse"
+
+
+class Failure(_Frozen):
+    """A typed reason a component has no score."""
+
+    kind: FailureKind
+    message: str = ""
+    retryable: bool = False
+
+
+class Violation(_Frozen):
+    """One observed violation, with the evidence a reviewer needs to check it."""
+
+    type: ViolationType
+    detail: str = ""
+    line: int | None = None
+    snippet: str | None = None
+    source: Literal["static", "sandbox", "trajectory"] = "static"
+
+
+class ToolCall(BaseModel):
+    """An OpenAI-style tool call inside an assistant message."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    id: str | None = None
+    type: str = "function"
+    function: dict[str, Any] = Field(default_factory=dict)
+
+
+class Message(BaseModel):
+    """One chat message in the OpenAI shape; unknown provider fields are kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    role: StrictStr
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+class IOCase(_Frozen):
+    """One stdin → expected stdout pair."""
+
+    input: str
+    output: str
+
+
+class TaskSpec(_Frozen):
+    """What the unit-test grader needs to check a response."""
+
+    kind: Literal["python_function", "pytest", "stdin_stdout"]
+    tests: str | list[str] | list[IOCase]
+    entry_point: str | None = None
+    reference: str | None = None
+    setup_code: str | None = None
+
+
+class Metrics(_Frozen):
+    """What the rollout cost. Strict types: ``false`` is not a token count."""
+
+    turns: NonNegativeInt | None = Field(default=None, strict=True)
+    prompt_tokens: NonNegativeInt | None = Field(default=None, strict=True)
+    completion_tokens: NonNegativeInt | None = Field(default=None, strict=True)
+    wall_s: Annotated[NonNegativeFloat, Field(strict=True, allow_inf_nan=False)] | None = None
+    tool_calls: NonNegativeInt | None = Field(default=None, strict=True)
+
+
+class Sample(_Frozen):
+    """One rollout to grade."""
+
+    id: Annotated[StrictStr, Field(min_length=1, max_length=512)]
+    group_id: StrictStr | None = None
+    prompt: str | list[Message] = ""
+    response: StrictStr
+    task: TaskSpec | None = None
+    metrics: Metrics | None = None
+    trajectory: list[Message] | None = None
+    labels: dict[str, Any] | None = None
+
+
+class GradeResult(_Frozen):
+    """What one grader said about one sample.
+
+    ``score`` is in [0, 1], or ``None`` when the grader could not score, in which
+    case ``failure`` says why.
+    """
+
+    grader: str
+    grader_version: str = ""
+    score: float | None
+    failure: Failure | None = None
+    violations: tuple[Violation, ...] = ()
+    details: dict[str, Any] = Field(default_factory=dict)
+    latency_s: float = 0.0
+
+    @model_validator(mode="after")
+    def _score_is_a_probability_or_explained(self) -> GradeResult:
+        if self.score is None:
+            if self.failure is None:
+                raise ValueError("a result without a score must carry a failure saying why")
+        elif not (math.isfinite(self.score) and 0.0 <= self.score <= 1.0):
+            raise ValueError(f"score must be a finite number in [0, 1], got {self.score!r}")
+        return self
+
+    @classmethod
+    def failed(
+        cls,
+        grader: str,
+        kind: FailureKind,
+        message: str,
+        *,
+        grader_version: str = "",
+        retryable: bool = False,
+        latency_s: float = 0.0,
+        violations: tuple[Violation, ...] = (),
+        details: dict[str, Any] | None = None,
+    ) -> GradeResult:
+        """Build the result of a grader that could not score."""
+        return cls(
+            grader=grader,
+            grader_version=grader_version,
+            score=None,
+            failure=Failure(kind=kind, message=message, retryable=retryable),
+            violations=violations,
+            details=details or {},
+            latency_s=latency_s,
+        )

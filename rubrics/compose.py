@@ -1,0 +1,273 @@
+"""Compose grader results into one reward: pure, deterministic, no I/O.
+
+The order of operations is fixed and documented because it changes numbers:
+
+1. **Missing scores.** A required component without a score makes the reward
+   abstain. Any other missing component follows ``on_missing``: ``abstain``;
+   ``renormalize`` (weighted_sum only: the present weights are scaled up to the
+   full total, so with weights summing to 1 the value is the weighted mean of
+   the present components); or ``zero`` (the rubric author chose to read a
+   failure as 0 — the reward is flagged so it can be found later).
+2. **Combine**: the weighted sum, or the formula.
+3. **Gates**, in order: when the condition holds, the reward is capped at
+   ``cap`` and/or raised to ``floor``. A gate whose condition reads a missing
+   component applies: without the evidence, the reward cannot claim more.
+4. **Penalties**: each violation type observed on any component subtracts its
+   penalty (once, or per occurrence up to ``max_penalty``). Penalties come after
+   gates so a gate can never absorb them.
+5. **Clip** to ``clip``.
+
+Group normalization (:func:`normalize_rewards`) runs afterwards, over a batch.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Hashable, Mapping, Sequence
+
+from graders.types import GradeResult, ViolationType
+from rubrics.formula import FormulaEvalError
+from rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
+from rubrics.rubric import Rubric
+
+__all__ = ["compose", "group_key", "normalize_rewards", "normalize_values"]
+
+
+def compose(
+    rubric: Rubric,
+    results: Mapping[str, GradeResult],
+    *,
+    sample_id: str,
+    group_id: str | None = None,
+) -> Reward:
+    """Combine one sample's grader results into its reward.
+
+    Args:
+        rubric: the compiled rubric.
+        results: component name → that component's result; every component of
+            the rubric must be present (a grader that failed still has a result).
+        sample_id: echoed into the reward.
+        group_id: echoed into the reward.
+
+    Raises:
+        ValueError: when ``results`` lacks a component of the rubric (a caller bug,
+            not a grading failure).
+    """
+    absent = [name for name in rubric.components if name not in results]
+    if absent:
+        raise ValueError(f"no result for components {absent} of rubric {rubric.name!r}")
+
+    outcomes = {
+        name: ComponentOutcome(
+            score=results[name].score,
+            weight=c.weight,
+            required=c.required,
+            grader=results[name].grader,
+            grader_version=results[name].grader_version,
+            failure=results[name].failure,
+            violations=results[name].violations,
+            details=results[name].details,
+            latency_s=results[name].latency_s,
+        )
+        for name, c in rubric.components.items()
+    }
+    graders = {o.grader: o.grader_version for o in outcomes.values()}
+    penalties = _penalties(rubric, results)
+    value, reason, gates, flags = _value(rubric, results, penalties)
+    return Reward(
+        id=sample_id,
+        group_id=group_id,
+        reward=value,
+        raw_reward=value,
+        abstain_reason=reason,
+        components=outcomes,
+        penalties=tuple(penalties),
+        gates=tuple(gates),
+        rubric=rubric.identity,
+        graders=graders,
+        flags=tuple(flags),
+    )
+
+
+def _value(
+    rubric: Rubric, results: Mapping[str, GradeResult], penalties: list[AppliedPenalty]
+) -> tuple[float | None, str | None, list[AppliedGate], list[str]]:
+    spec = rubric.spec
+    scores = {name: results[name].score for name in rubric.components}
+    missing = [name for name, score in scores.items() if score is None]
+    flags: list[str] = []
+
+    def why(names: list[str]) -> str:
+        parts = []
+        for name in names:
+            failure = results[name].failure
+            parts.append(f"{name} ({failure.kind.value if failure else 'no score'})")
+        return ", ".join(parts)
+
+    required_missing = [n for n in missing if rubric.components[n].required]
+    if required_missing:
+        return None, f"required component without a score: {why(required_missing)}", [], flags
+    if missing and spec.on_missing == "abstain":
+        return None, f"component without a score: {why(missing)}", [], flags
+
+    env = {name: score for name, score in scores.items() if score is not None}
+    if missing and spec.on_missing == "zero":
+        flags.append("missing_read_as_zero")
+        env.update(dict.fromkeys(missing, 0.0))
+
+    if rubric.formula is None:
+        weights = {name: c.weight for name, c in rubric.components.items()}
+        present = sum(weights[name] for name in env)
+        if present <= 0:
+            return None, f"no weighted component has a score: {why(missing)}", [], flags
+        value = math.fsum(weights[name] * score for name, score in env.items())
+        if missing and spec.on_missing == "renormalize":
+            flags.append("renormalized")
+            value *= math.fsum(weights.values()) / present
+    else:
+        try:
+            value = rubric.formula.evaluate(env)
+        except FormulaEvalError as e:
+            return None, f"combine formula has no value: {e}", [], flags
+
+    applied: list[AppliedGate] = []
+    for gate in rubric.gates:
+        if not gate.condition.names <= env.keys():
+            reason = "its condition reads a component without a score"
+        else:
+            try:
+                holds = gate.condition.evaluate(env) != 0.0
+            except FormulaEvalError as e:
+                holds, reason = True, f"its condition has no value ({e})"
+            else:
+                reason = "condition holds"
+            if not holds:
+                continue
+        if gate.spec.cap is not None:
+            value = min(value, gate.spec.cap)
+        if gate.spec.floor is not None:
+            value = max(value, gate.spec.floor)
+        applied.append(
+            AppliedGate(
+                when=gate.spec.when, cap=gate.spec.cap, floor=gate.spec.floor, reason=reason
+            )
+        )
+
+    value -= math.fsum(p.penalty for p in penalties)
+    if spec.clip is not None:
+        value = min(spec.clip[1], max(spec.clip[0], value))
+    return value, None, applied, flags
+
+
+def _penalties(rubric: Rubric, results: Mapping[str, GradeResult]) -> list[AppliedPenalty]:
+    # Two graders may report the same evidence (the violations grader merges
+    # what the sandbox saw): count each distinct piece of evidence once.
+    seen: dict[ViolationType, set[tuple[object, ...]]] = defaultdict(set)
+    for result in results.values():
+        for v in result.violations:
+            seen[v.type].add((v.line, v.snippet, v.detail))
+    counts = Counter({vtype: len(evidence) for vtype, evidence in seen.items()})
+    applied = []
+    for vtype, rule in rubric.penalties.items():
+        count = counts.get(vtype, 0)
+        if count == 0:
+            continue
+        amount = rule.penalty * (count if rule.per_occurrence else 1)
+        if rule.max_penalty is not None:
+            amount = min(amount, rule.max_penalty)
+        applied.append(AppliedPenalty(violation=vtype, count=count, penalty=amount))
+    return applied
+
+
+def group_key(reward: Reward, prompt_key: str | None = None) -> str:
+    """Return the group a reward is normalized in: its group_id, else its prompt."""
+    if reward.group_id is not None:
+        return f"group:{reward.group_id}"
+    if prompt_key is not None:
+        return f"prompt:{prompt_key}"
+    return f"sample:{reward.id}"
+
+
+def normalize_values(
+    values: Sequence[float | None], groups: Sequence[Hashable], method: str
+) -> list[float | None]:
+    """Normalize values within groups; ``None`` stays ``None`` and is not counted.
+
+    ``group_z``: (v - mean) / std with the population std; ``group_rank``: the
+    average rank scaled to [-1, 1]. A group with one scored member, or whose
+    scored members are all equal, gets 0.0 for each: it carries no comparative
+    signal, and 0.0 (not NaN) keeps a GRPO advantage finite.
+    """
+    if len(values) != len(groups):
+        raise ValueError(f"{len(values)} values but {len(groups)} group keys")
+    if method == "none":
+        return list(values)
+    if method not in ("group_z", "group_rank"):
+        raise ValueError(f"unknown normalization {method!r}")
+    members: dict[Hashable, list[int]] = defaultdict(list)
+    for i, (value, group) in enumerate(zip(values, groups, strict=True)):
+        if value is not None:
+            members[group].append(i)
+    out: list[float | None] = list(values)
+    for indices in members.values():
+        scored = [float(values[i]) for i in indices]  # type: ignore[arg-type]
+        normalized = _z(scored) if method == "group_z" else _ranks(scored)
+        for i, v in zip(indices, normalized, strict=True):
+            out[i] = v
+    return out
+
+
+def _z(values: list[float]) -> list[float]:
+    n = len(values)
+    mean = math.fsum(values) / n
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
+    if n < 2 or std <= 1e-12 * max(1.0, abs(mean)):
+        return [0.0] * n
+    centred = [(v - mean) / std for v in values]
+    shift = math.fsum(centred) / n  # remove rounding drift so the mean is 0 to the last bit we can
+    return [c - shift for c in centred]
+
+
+def _ranks(values: list[float]) -> list[float]:
+    n = len(values)
+    if n < 2 or max(values) == min(values):
+        return [0.0] * n
+    order = sorted(range(n), key=values.__getitem__)
+    ranks = [0.0] * n
+    i = 0
+    while i < n:
+        j = i
+        while j + 1 < n and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        average = (i + j) / 2  # 0-based average rank for ties
+        for k in range(i, j + 1):
+            ranks[order[k]] = 2.0 * average / (n - 1) - 1.0
+        i = j + 1
+    return ranks
+
+
+def normalize_rewards(
+    rewards: Sequence[Reward], method: str, prompt_keys: Sequence[str | None] | None = None
+) -> list[Reward]:
+    """Normalize a batch of rewards within their groups (see :func:`normalize_values`).
+
+    Samples without a ``group_id`` are grouped by their prompt when
+    ``prompt_keys`` is given (GRPO groups share a prompt), else each stands alone.
+    """
+    if method == "none":
+        return list(rewards)
+    keys = prompt_keys if prompt_keys is not None else [None] * len(rewards)
+    groups = [group_key(r, k) for r, k in zip(rewards, keys, strict=True)]
+    sizes = Counter(g for g, r in zip(groups, rewards, strict=True) if r.reward is not None)
+    normalized = normalize_values([r.raw_reward for r in rewards], groups, method)
+    out = []
+    for reward, group, value in zip(rewards, groups, normalized, strict=True):
+        if reward.reward is None:
+            out.append(reward)
+            continue
+        flags = [*reward.flags, f"normalized:{method}"]
+        if sizes[group] < 2:
+            flags.append("singleton_group")
+        out.append(reward.model_copy(update={"reward": value, "flags": tuple(flags)}))
+    return out

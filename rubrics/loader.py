@@ -1,0 +1,447 @@
+"""Load rubric YAML that people edit by hand, with errors that point at the line.
+
+Validation runs in three passes and reports every problem it can find, not just
+the first: the document's shape (:class:`~rubrics.schema.RubricSpec`), each
+component's grader config (by that grader's own model), then the rules that
+span fields (formula names, gates, penalties, weights). Each problem names the
+file, line and column, the key path, what was expected and what was found.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+from pydantic import BaseModel, ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
+
+from graders.base import GraderConfig
+from graders.registry import GraderRegistry, UnknownGraderError, default_registry
+from graders.types import ViolationType
+from rubrics.errors import RubricError, RubricIssue
+from rubrics.formula import Formula, FormulaError, compile_formula
+from rubrics.rubric import Component, Gate, Rubric, canonical_document, canonical_sha256
+from rubrics.schema import RESERVED_NAMES, PenaltySpec, RubricSpec
+
+__all__ = ["build_rubric", "load_rubric", "parse_rubric"]
+
+KeyPath = tuple[str | int, ...]
+
+
+@dataclass
+class Positions:
+    """Where each key and value of a YAML document starts (0-based line, column)."""
+
+    keys: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    values: dict[KeyPath, tuple[int, int]] = field(default_factory=dict)
+    quoted: set[KeyPath] = field(default_factory=set)
+
+    def locate(self, path: KeyPath, *, key: bool = False) -> tuple[int | None, int | None]:
+        """Return the 1-based position of ``path``, or of its nearest ancestor present."""
+        for end in range(len(path), -1, -1):
+            sub = path[:end]
+            table = self.keys if key and end == len(path) else self.values
+            pos = table.get(sub) or self.keys.get(sub)
+            if pos is not None:
+                return pos[0] + 1, pos[1] + 1
+        return None, None
+
+
+def _plain(node: Any, path: KeyPath, positions: Positions) -> Any:
+    """Turn ruamel's round-trip nodes into plain Python, recording positions."""
+    if isinstance(node, CommentedMap):
+        out: dict[Any, Any] = {}
+        for key, value in node.items():
+            plain_key = _plain_scalar(key)
+            sub = (*path, plain_key)
+            positions.keys[sub] = node.lc.key(key)
+            positions.values[sub] = node.lc.value(key)
+            out[plain_key] = _plain(value, sub, positions)
+        return out
+    if isinstance(node, CommentedSeq):
+        items = []
+        for i, value in enumerate(node):
+            sub = (*path, i)
+            positions.values[sub] = node.lc.item(i)
+            items.append(_plain(value, sub, positions))
+        return items
+    if isinstance(node, SingleQuotedScalarString | DoubleQuotedScalarString):
+        positions.quoted.add(path)
+    return _plain_scalar(node)
+
+
+def _plain_scalar(value: Any) -> Any:
+    # ruamel subclasses int/float/str to keep formatting; strict validators want
+    # the builtins. bool is checked first: it is an int too.
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def _read_yaml(text: str, source: str) -> tuple[Any, Positions]:
+    yaml = YAML(typ="rt")
+    yaml.preserve_quotes = True
+    try:
+        document = yaml.load(text)
+    except MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+        what = " ".join(p for p in (e.context, e.problem) if p) or "invalid YAML"
+        raise RubricError([RubricIssue(source, line, col, "", f"invalid YAML: {what}")]) from e
+    except YAMLError as e:
+        raise RubricError([RubricIssue(source, None, None, "", f"invalid YAML: {e}")]) from e
+    positions = Positions()
+    return _plain(document, (), positions), positions
+
+
+def load_rubric(path: str | Path, registry: GraderRegistry | None = None) -> Rubric:
+    """Load and validate the rubric file at ``path``.
+
+    Raises:
+        RubricError: listing every problem, each with file, line and column.
+        OSError: when the file cannot be read.
+    """
+    path = Path(path)
+    return parse_rubric(path.read_text(encoding="utf-8"), source=str(path), registry=registry)
+
+
+def parse_rubric(
+    text: str, *, source: str = "<rubric>", registry: GraderRegistry | None = None
+) -> Rubric:
+    """Parse and validate rubric YAML text (``source`` labels it in errors)."""
+    data, positions = _read_yaml(text, source)
+    return build_rubric(data, source=source, registry=registry, positions=positions)
+
+
+def build_rubric(
+    data: Any,
+    *,
+    source: str = "<rubric>",
+    registry: GraderRegistry | None = None,
+    positions: Positions | None = None,
+) -> Rubric:
+    """Validate an already-parsed rubric document (YAML or JSON) and compile it."""
+    registry = registry or default_registry()
+    report = _Report(source, positions or Positions(), data)
+    if not isinstance(data, dict):
+        found = "an empty document" if data is None else type(data).__name__
+        report.add((), f"expected a mapping with name, version and components; found {found}")
+        raise report.error()
+
+    spec: RubricSpec | None = None
+    try:
+        spec = RubricSpec.model_validate(data)
+    except ValidationError as e:
+        report.add_validation(e, (), RubricSpec)
+
+    configs = _validate_components(data, registry, report)
+    formula, conditions = _compile_formulas(data, report)
+    if spec is None or report.issues:
+        raise report.error()
+
+    penalties = _check_semantics(spec, formula, report)
+    if report.issues:
+        raise report.error()
+    gates = tuple(
+        Gate(spec=gate, condition=condition)
+        for gate, condition in zip(spec.gates, conditions, strict=True)
+        if condition is not None
+    )
+
+    components = {
+        name: Component(
+            name=name,
+            grader=c.grader,
+            weight=c.weight,
+            required=c.required,
+            timeout_s=c.timeout_s,
+            config=configs[name],
+        )
+        for name, c in spec.components.items()
+    }
+    return Rubric(
+        spec=spec,
+        components=components,
+        formula=formula,
+        gates=gates,
+        penalties=penalties,
+        sha256=canonical_sha256(canonical_document(spec, configs)),
+        source=source,
+    )
+
+
+def _validate_components(
+    data: dict[str, Any], registry: GraderRegistry, report: _Report
+) -> dict[str, GraderConfig]:
+    """Validate each component's config with its grader's model (pass 2)."""
+    configs: dict[str, GraderConfig] = {}
+    components = data.get("components")
+    if not isinstance(components, dict):
+        return configs
+    for name, raw in components.items():
+        if not isinstance(raw, dict) or not isinstance(raw.get("grader"), str):
+            continue  # pass 1 reported it
+        try:
+            grader = registry.get(raw["grader"])
+        except UnknownGraderError as e:
+            report.add(("components", name, "grader"), str(e))
+            continue
+        config = raw.get("config", {})
+        if not isinstance(config, dict):
+            continue  # pass 1 reported it
+        prefix: KeyPath = ("components", name, "config")
+        try:
+            configs[name] = grader.config_model.model_validate(config)
+        except ValidationError as e:
+            report.add_validation(e, prefix, grader.config_model)
+    return configs
+
+
+def _compile_formulas(
+    data: dict[str, Any], report: _Report
+) -> tuple[Formula | None, list[Formula | None]]:
+    """Compile ``combine`` and every gate's ``when`` against the component names.
+
+    This runs on the raw document, so a misspelled name in a formula is reported
+    even when other parts of the file are broken too.
+    """
+    components = data.get("components")
+    names = [n for n in components if isinstance(n, str)] if isinstance(components, dict) else []
+    formula: Formula | None = None
+    combine = data.get("combine", "weighted_sum")
+    if isinstance(combine, str) and combine != "weighted_sum":
+        formula = report.formula(("combine",), combine, names)
+    conditions: list[Formula | None] = []
+    gates = data.get("gates")
+    for i, gate in enumerate(gates if isinstance(gates, list) else []):
+        when = gate.get("when") if isinstance(gate, dict) else None
+        conditions.append(
+            report.formula(("gates", i, "when"), when, names) if isinstance(when, str) else None
+        )
+    return formula, conditions
+
+
+def _check_semantics(
+    spec: RubricSpec, formula: Formula | None, report: _Report
+) -> dict[ViolationType, PenaltySpec]:
+    """Check the rules that span fields (pass 3)."""
+    for name in spec.components:
+        if name in RESERVED_NAMES:
+            report.add(
+                ("components", name),
+                f"{name!r} is a reserved word of the formula language; rename the component",
+                key=True,
+            )
+    if spec.combine == "weighted_sum":
+        if sum(c.weight for c in spec.components.values()) <= 0:
+            report.add(
+                ("components",),
+                "weighted_sum needs at least one component with a weight above 0; "
+                "found all weights 0",
+            )
+    elif spec.on_missing == "renormalize":
+        report.add(
+            ("on_missing",),
+            "'renormalize' re-weights a weighted_sum and has no meaning for a formula; "
+            f"expected 'abstain' or 'zero' with combine: {spec.combine!r}; found 'renormalize'",
+        )
+
+    penalties: dict[ViolationType, PenaltySpec] = {}
+    for i, penalty in enumerate(spec.penalties):
+        if penalty.violation in penalties:
+            report.add(
+                ("penalties", i, "violation"),
+                f"a penalty for {penalty.violation.value!r} is already set earlier; "
+                "expected one entry per violation type",
+            )
+        penalties[penalty.violation] = penalty
+
+    if spec.clip is not None and not spec.clip[0] < spec.clip[1]:
+        low, high = spec.clip
+        report.add(("clip",), f"expected [low, high] with low < high; found [{low:g}, {high:g}]")
+    return penalties
+
+
+class _Report:
+    """Collects issues and turns key paths into file positions."""
+
+    def __init__(self, source: str, positions: Positions, data: Any) -> None:
+        self.source = source
+        self.positions = positions
+        self.data = data
+        self.issues: list[RubricIssue] = []
+
+    def error(self) -> RubricError:
+        ordered = sorted(self.issues, key=lambda i: (i.line or 0, i.column or 0))
+        return RubricError(ordered)
+
+    def add(
+        self, path: KeyPath, message: str, *, key: bool = False, col_offset: int | None = None
+    ) -> None:
+        line, col = self.positions.locate(path, key=key)
+        if col_offset is not None and col is not None:
+            col += col_offset + (1 if path in self.positions.quoted else 0)
+        issue = RubricIssue(self.source, line, col, _dotted(path), message)
+        if issue not in self.issues:
+            self.issues.append(issue)
+
+    def formula(self, path: KeyPath, text: str, names: list[str]) -> Formula | None:
+        try:
+            return compile_formula(text, names)
+        except FormulaError as e:
+            self.add(path, f"in formula {text!r}: {e.message}", col_offset=e.col)
+            return None
+
+    def add_validation(
+        self, error: ValidationError, prefix: KeyPath, model: type[BaseModel]
+    ) -> None:
+        """Report each pydantic error at its real key path (union tags dropped)."""
+        grouped: dict[tuple[KeyPath, str], list[str]] = {}
+        order: list[tuple[KeyPath, str, bool, Any]] = []
+        for err in error.errors(include_url=False):
+            path, at_key = self._data_path(prefix, tuple(err["loc"]), err["type"])
+            kind = err["type"]
+            if kind == "extra_forbidden":
+                self.add(path, self._unknown_key(path, prefix, model), key=True)
+                continue
+            if kind == "missing":
+                self.add(path, f"missing required key {path[-1]!r}")
+                continue
+            if kind == "value_error":
+                reason = err["msg"].removeprefix("Value error, ")
+                self.add(path, f"{reason}; found {_show(err.get('input'))}")
+                continue
+            if kind in ("enum", "literal_error") and isinstance(err.get("input"), str):
+                choices = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
+                close = difflib.get_close_matches(err["input"], choices, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                self.add(
+                    path,
+                    f"expected one of: {', '.join(choices)}; found {err['input']!r}{hint}",
+                    key=at_key,
+                )
+                continue
+            slot = (path, "key" if at_key else "value")
+            if slot not in grouped:
+                grouped[slot] = []
+                order.append((path, slot[1], at_key, err.get("input")))
+            message = _expected(err["msg"])
+            if message not in grouped[slot]:
+                grouped[slot].append(message)
+        for path, tag, at_key, found in order:
+            expected = " or ".join(grouped[(path, tag)])
+            what = "key" if at_key else "value"
+            self.add(path, f"expected {expected}; found {what} {_show(found)}", key=at_key)
+
+    def _data_path(self, prefix: KeyPath, loc: KeyPath, kind: str) -> tuple[KeyPath, bool]:
+        """Map a pydantic ``loc`` to the path of keys that exist in the document."""
+        node: Any = self.data
+        for part in prefix:
+            node = node[part]
+        path = list(prefix)
+        at_key = False
+        for i, part in enumerate(loc):
+            last = i == len(loc) - 1
+            if part == "[key]":
+                at_key = True
+                continue
+            in_dict = isinstance(node, dict) and part in node
+            in_list = isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)
+            if in_dict or in_list:
+                node = node[part]
+                path.append(part)
+            elif last and kind == "missing":
+                path.append(part)
+            # else: a union member's tag, which is not in the document
+        return tuple(path), at_key
+
+    def _unknown_key(self, path: KeyPath, prefix: KeyPath, model: type[BaseModel]) -> str:
+        key = path[-1]
+        allowed = sorted(_allowed_keys(model, path[len(prefix) : -1]))
+        message = f"unknown key {key!r}"
+        if allowed:
+            message += f"; expected one of: {', '.join(allowed)}"
+            close = difflib.get_close_matches(str(key), allowed, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        return message
+
+
+def _allowed_keys(model: type[BaseModel], path: KeyPath) -> set[str]:
+    """Return the keys the model accepts at ``path`` (for "did you mean")."""
+    types_at: list[Any] = [model]
+    for part in path:
+        following: list[Any] = []
+        for tp in types_at:
+            following.extend(_child_types(tp, part))
+        types_at = following
+    keys: set[str] = set()
+    for tp in types_at:
+        for candidate in _unwrap(tp):
+            if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+                for name, info in candidate.model_fields.items():
+                    keys.add(info.alias or name)
+    return keys
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    if origin is Union or origin is types.UnionType:
+        return [u for arg in typing.get_args(tp) for u in _unwrap(arg)]
+    return [tp]
+
+
+def _child_types(tp: Any, part: str | int) -> list[Any]:
+    out: list[Any] = []
+    for candidate in _unwrap(tp):
+        origin = typing.get_origin(candidate)
+        args = typing.get_args(candidate)
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            for name, info in candidate.model_fields.items():
+                if part in (name, info.alias):
+                    out.append(info.annotation)
+        elif origin is dict and len(args) == 2:
+            out.append(args[1])
+        elif origin in (list, tuple) and args:
+            out.append(args[0])
+    return out
+
+
+def _expected(message: str) -> str:
+    """Turn pydantic's "Input should be X" into "X" for an "expected ...; found ..." line."""
+    for lead in ("Input should be ", "Value error, "):
+        if message.startswith(lead):
+            return message[len(lead) :]
+    return message[0].lower() + message[1:] if message else message
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _dotted(path: KeyPath) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out

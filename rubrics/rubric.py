@@ -1,0 +1,99 @@
+"""A validated, compiled rubric: what scoring uses, and its content address."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from graders.base import GraderConfig
+from graders.types import ViolationType
+from rubrics.formula import Formula
+from rubrics.schema import GateSpec, PenaltySpec, RubricSpec
+
+__all__ = ["Component", "Gate", "Rubric", "RubricIdentity", "canonical_sha256"]
+
+
+class RubricIdentity(BaseModel):
+    """Which rubric made a reward: every reward carries one, so it can be replayed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    version: int
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One component, its grader config validated by that grader's own model."""
+
+    name: str
+    grader: str
+    weight: float
+    required: bool
+    timeout_s: float | None
+    config: GraderConfig
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """A compiled gate: its spec and its condition."""
+
+    spec: GateSpec
+    condition: Formula
+
+
+def canonical_sha256(canonical: Mapping[str, Any]) -> str:
+    """Hash a canonical document: sorted keys, no whitespace, UTF-8."""
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """A rubric ready to score with. Build it with :func:`rubrics.build_rubric`.
+
+    ``sha256`` hashes the canonical form: the validated document with every
+    default filled in, keys sorted. Comments, key order, quoting and spelling
+    a default out do not change it; anything that can change a reward does.
+    """
+
+    spec: RubricSpec
+    components: Mapping[str, Component]
+    formula: Formula | None
+    gates: tuple[Gate, ...]
+    penalties: Mapping[ViolationType, PenaltySpec]
+    sha256: str
+    source: str
+
+    @property
+    def name(self) -> str:
+        """The rubric's name."""
+        return self.spec.name
+
+    @property
+    def version(self) -> int:
+        """The rubric's version."""
+        return self.spec.version
+
+    @property
+    def identity(self) -> RubricIdentity:
+        """Name, version and sha256 together."""
+        return RubricIdentity(name=self.name, version=self.version, sha256=self.sha256)
+
+    def canonical(self) -> dict[str, Any]:
+        """Return the canonical document the sha256 is computed from."""
+        return canonical_document(self.spec, {n: c.config for n, c in self.components.items()})
+
+
+def canonical_document(spec: RubricSpec, configs: Mapping[str, GraderConfig]) -> dict[str, Any]:
+    """Return the spec as JSON-ready data with each grader config validated and filled in."""
+    doc = spec.model_dump(mode="json")
+    for name, config in configs.items():
+        doc["components"][name]["config"] = config.model_dump(mode="json")
+    return doc

@@ -1,0 +1,133 @@
+"""The rubric file's schema (pydantic), as people write it in YAML.
+
+This is the contract for rubric files. Grader configs are plain mappings here;
+the loader validates each one with its grader's own config model, so a grader
+owns its configuration and the rubric never needs to know it.
+"""
+
+from __future__ import annotations
+
+import keyword
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
+
+from graders.types import ViolationType
+
+__all__ = [
+    "COMPONENT_NAME_PATTERN",
+    "RESERVED_NAMES",
+    "ComponentSpec",
+    "DriftSpec",
+    "GateSpec",
+    "PenaltySpec",
+    "ReviewSpec",
+    "RubricSpec",
+]
+
+#: Component names must be identifiers so a formula can name them.
+COMPONENT_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+#: Words a component may not be called: the formula's functions and Python's keywords.
+RESERVED_NAMES = frozenset({"min", "max", "abs", "clip", *keyword.kwlist})
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+FiniteNonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Probability = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+ComponentName = Annotated[str, Field(pattern=COMPONENT_NAME_PATTERN)]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ComponentSpec(_Spec):
+    """One reward component: which grader, how much it weighs, and its config."""
+
+    grader: str = Field(description="Name of a registered grader (see `arbiter rubric graders`).")
+    weight: FiniteNonNegative = Field(
+        default=1.0, description="Weight in `weighted_sum`; ignored by a formula."
+    )
+    required: StrictBool = Field(
+        default=False, description="Without this component's score the reward abstains."
+    )
+    timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        default=None, description="Deadline for this grader per sample (default: the grader's)."
+    )
+    description: str = ""
+    config: dict[str, Any] = Field(
+        default_factory=dict, description="The grader's own configuration."
+    )
+
+
+class GateSpec(_Spec):
+    """Bound the reward when a condition over component scores holds."""
+
+    when: str = Field(description='A condition over component names, e.g. "tests < 1.0".')
+    cap: Finite | None = Field(default=None, description="Upper bound on the reward.")
+    floor: Finite | None = Field(default=None, description="Lower bound on the reward.")
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _bounds(self) -> GateSpec:
+        if self.cap is None and self.floor is None:
+            raise ValueError("a gate needs a cap, a floor, or both")
+        if self.cap is not None and self.floor is not None and self.floor > self.cap:
+            raise ValueError(f"floor ({self.floor:g}) is above cap ({self.cap:g})")
+        return self
+
+
+class PenaltySpec(_Spec):
+    """Subtract from the reward when a violation of this type was observed."""
+
+    violation: ViolationType
+    penalty: FiniteNonNegative
+    per_occurrence: StrictBool = Field(
+        default=False, description="Multiply by the number of occurrences (default: once)."
+    )
+    max_penalty: FiniteNonNegative | None = Field(
+        default=None, description="Upper bound on this penalty when counted per occurrence."
+    )
+
+
+class ReviewSpec(_Spec):
+    """Human-review sampling (used by the review queue)."""
+
+    sample_rate: Probability = 0.0
+    stratify_by: list[str] = Field(default_factory=list)
+
+
+class DriftSpec(_Spec):
+    """Drift monitoring of this rubric's components (used by the drift monitor)."""
+
+    enabled: StrictBool = True
+    window: Annotated[int, Field(ge=10)] = 200
+    warmup_windows: Annotated[int, Field(ge=1)] = 3
+
+
+class RubricSpec(_Spec):
+    """A rubric file: which graders run and how their scores become one reward."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")]
+    version: Annotated[StrictInt, Field(ge=1)]
+    description: str = ""
+    components: Annotated[dict[ComponentName, ComponentSpec], Field(min_length=1)]
+    combine: str = Field(
+        default="weighted_sum",
+        description='"weighted_sum", or a formula over component names such as '
+        '"tests * (0.7 + 0.3 * judge)".',
+    )
+    gates: list[GateSpec] = Field(default_factory=list)
+    penalties: list[PenaltySpec] = Field(default_factory=list)
+    on_missing: Literal["abstain", "renormalize", "zero"] = Field(
+        default="abstain",
+        description="What a component without a score does to the reward (a required "
+        "component always abstains).",
+    )
+    clip: tuple[Finite, Finite] | None = Field(
+        default=None, description="[low, high] bounds on the reward, applied last."
+    )
+    normalize: Literal["none", "group_z", "group_rank"] = Field(
+        default="none", description="Normalize rewards within each group (GRPO-style)."
+    )
+    review: ReviewSpec = Field(default_factory=ReviewSpec)
+    drift: DriftSpec = Field(default_factory=DriftSpec)

@@ -1,0 +1,5 @@
+"""Storage of rewards, review items and drift snapshots (SQLAlchemy).
+
+Empty until the HTTP service lands; the package exists so the import rules of the
+architecture can be checked from the start.
+"""
