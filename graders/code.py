@@ -1,0 +1,81 @@
+"""Find the program in a model's response: fenced code blocks, or the raw text.
+
+Models answer in Markdown more often than not. The rules, in order:
+
+1. Fenced blocks tagged ``python``/``py``/``python3`` (or untagged ones, when
+   no block is tagged) are the code. With several, ``all`` joins them in order
+   (models often put a helper in one block and the solution in the next) and
+   ``last`` keeps the final one (the revised answer after a first attempt).
+2. With no fence at all, the whole response is the code if it parses.
+3. Otherwise there is no code, and the caller returns a ``no_code`` failure.
+
+An unclosed final fence (a truncated generation) still counts: its text up to
+the end of the response is taken, and ``truncated`` says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["ExtractedCode", "extract_code"]
+
+_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.#-]*)[^\n]*\n", re.MULTILINE)
+_PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractedCode:
+    """The code found in a response, and where it came from."""
+
+    code: str
+    source: Literal["fenced", "raw"]
+    blocks: int
+    truncated: bool = False
+
+
+def _blocks(text: str) -> list[tuple[str, str, bool]]:
+    """Return (language tag, body, closed) for each fenced block."""
+    out = []
+    pos = 0
+    while True:
+        opening = _FENCE.search(text, pos)
+        if opening is None:
+            return out
+        fence, tag = opening.group(1), opening.group(2).lower()
+        closing = re.compile(
+            rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE
+        ).search(text, opening.end())
+        if closing is None:
+            out.append((tag, text[opening.end() :], False))
+            return out
+        out.append((tag, text[opening.end() : closing.start()], True))
+        pos = closing.end()
+
+
+def extract_code(response: str, *, which: Literal["all", "last"] = "all") -> ExtractedCode | None:
+    """Return the Python code in ``response``, or ``None`` when there is none."""
+    blocks = _blocks(response)
+    if blocks:
+        tagged = [b for b in blocks if b[0] in _PYTHON_TAGS]
+        chosen = tagged or [b for b in blocks if b[0] == ""]
+        if chosen:
+            if which == "last":
+                chosen = chosen[-1:]
+            code = "\n\n".join(body.rstrip("\n") for _, body, _ in chosen) + "\n"
+            if not code.strip():
+                return None
+            truncated = not chosen[-1][2]
+            return ExtractedCode(code, "fenced", len(chosen), truncated)
+        return None
+    if not response.strip():
+        return None
+    try:
+        ast.parse(response)
+    except SyntaxError:
+        return None
+    except ValueError:  # source code string cannot contain null bytes
+        return None
+    return ExtractedCode(response if response.endswith("\n") else response + "\n", "raw", 0)
