@@ -38,7 +38,7 @@ class ExtractedCode:
 
 def _blocks(text: str) -> list[tuple[str, str, bool]]:
     """Return (language tag, body, closed) for each fenced block."""
-    out = []
+    out: list[tuple[str, str, bool]] = []
     pos = 0
     while True:
         opening = _FENCE.search(text, pos)
