@@ -72,10 +72,10 @@ def _load(path: Path) -> Rubric:
         return load_rubric(path)
     except RubricError as e:
         for issue in e.issues:
-            err.print(str(issue), markup=False, highlight=False)
+            err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     except OSError as e:
-        err.print(f"{path}: cannot read: {e.strerror}", markup=False)
+        err.print(f"{path}: cannot read: {e.strerror}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
 
@@ -101,11 +101,11 @@ def rubric_validate(
         except RubricError as e:
             failed += 1
             for issue in e.issues:
-                err.print(str(issue), markup=False, highlight=False)
+                err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
             continue
         except OSError as e:
             failed += 1
-            err.print(f"{path}: cannot read: {e.strerror}", markup=False)
+            err.print(f"{path}: cannot read: {e.strerror}", markup=False, soft_wrap=True)
             continue
         out.print(
             f"ok  {path}  {rubric.name} v{rubric.version}  sha256:{rubric.sha256[:16]}",
@@ -207,12 +207,12 @@ def score(
         else:
             lines = input_path.read_bytes().splitlines()
     except OSError as e:
-        err.print(f"{input_path}: cannot read: {e.strerror}", markup=False)
+        err.print(f"{input_path}: cannot read: {e.strerror}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
 
     numbered, issues = parse_samples(lines, source)
     for issue in issues[:50]:
-        err.print(str(issue), markup=False, highlight=False)
+        err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
     if len(issues) > 50:
         err.print(f"... and {len(issues) - 50} more invalid line(s)")
     if issues and not skip_invalid:
@@ -238,7 +238,12 @@ def score(
     if table in ("summary", "auto"):
         show.print(summary_table(rewards, "summary" if len(rewards) <= ROW_TABLE_LIMIT else title))
     if output is not None:
-        show.print(f"wrote {len(rewards)} reward(s) to {output}", markup=False, highlight=False)
+        show.print(
+            f"wrote {len(rewards)} reward(s) to {output}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 async def _score_in_chunks(rubric: Rubric, samples: list[Sample], chunk: int) -> list[Reward]:

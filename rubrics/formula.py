@@ -164,13 +164,13 @@ class _Compiler:
         return lambda env: env[key]
 
     def compare(self, node: ast.Compare) -> Node:
-        operands = [self.build(node.left), *(self.build(c) for c in node.comparators)]
         ops = []
         for op_node in node.ops:
             op = _COMPARE.get(type(op_node))
             if op is None:
                 raise self.fail(node, "unsupported comparison (use < <= > >= == !=)")
             ops.append(op)
+        operands = [self.build(node.left), *(self.build(c) for c in node.comparators)]
 
         def run(env: Env) -> float:
             values = [o(env) for o in operands]
@@ -216,7 +216,8 @@ def compile_formula(text: str, names: Iterable[str]) -> Formula:
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as e:
-        col = lead + (e.offset or 1) - 1
+        # Python reports offset 0 when the text ended too early: point at the end.
+        col = lead + (e.offset - 1 if e.offset else len(source))
         raise FormulaError(f"not a valid expression: {e.msg}", col) from e
     compiler = _Compiler(source, frozenset(names))
     try:

@@ -1,0 +1,237 @@
+"""Rubric loading: errors a person can act on, and a content address they can trust."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+from ruamel.yaml import YAML
+
+from rubrics import RubricError, load_rubric, parse_rubric
+from rubrics.json_schema import rubric_json_schema
+
+REPO = Path(__file__).resolve().parents[2]
+LIBRARY = sorted((REPO / "rubrics" / "library").glob("*.yaml"))
+
+GOOD = """\
+name: demo
+version: 2
+description: a rubric
+components:
+  speed:
+    grader: efficiency
+    weight: 0.7
+    config: {max_turns: 8}
+  cost:
+    grader: efficiency
+    weight: 0.3
+    config:
+      max_completion_tokens: {limit: 4096, target: 512}
+combine: weighted_sum
+gates: [{when: "speed < 0.5", cap: 0.4}]
+penalties: [{violation: early_exit, penalty: 1.0}]
+clip: [-1.0, 1.0]
+"""
+
+
+def issues_of(text: str) -> list[str]:
+    with pytest.raises(RubricError) as info:
+        parse_rubric(text, source="r.yaml")
+    return [str(i) for i in info.value.issues]
+
+
+def test_good_rubric_loads():
+    rubric = parse_rubric(GOOD, source="r.yaml")
+    assert rubric.name == "demo" and rubric.version == 2
+    assert list(rubric.components) == ["speed", "cost"]
+    assert len(rubric.sha256) == 64
+
+
+def test_misspelled_key_on_line_7_names_file_line_path_and_suggestion():
+    text = GOOD.replace("    weight: 0.7\n", "    wieght: 0.7\n")
+    assert text.splitlines()[6] == "    wieght: 0.7"
+    (issue,) = issues_of(text)
+    assert issue.startswith("r.yaml:7:5: components.speed.wieght: unknown key 'wieght'")
+    assert "did you mean 'weight'?" in issue
+
+
+def test_misspelled_key_inside_a_grader_config_is_checked_by_that_grader():
+    (issue,) = issues_of(GOOD.replace("{max_turns: 8}", "{max_turn: 8}"))
+    assert issue.startswith("r.yaml:8:14: components.speed.config.max_turn: unknown key")
+    assert "did you mean 'max_turns'?" in issue
+
+
+def test_formula_with_unknown_component_points_into_the_formula():
+    text = GOOD.replace("combine: weighted_sum", 'combine: "speed * (0.5 + csot)"')
+    (issue,) = issues_of(text)
+    # line 14: the quote is at column 10, the formula starts at 11, `csot` is 15 further
+    assert issue.startswith("r.yaml:14:26: combine: in formula 'speed * (0.5 + csot)'")
+    assert "unknown component 'csot'" in issue and "did you mean 'cost'?" in issue
+
+
+def test_gate_condition_is_checked_too():
+    (issue,) = issues_of(GOOD.replace("speed < 0.5", "sped < 0.5"))
+    assert issue.startswith("r.yaml:15:")
+    assert "gates[0].when" in issue and "did you mean 'speed'?" in issue
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "fragment"),
+    [
+        (
+            "grader: efficiency\n    weight: 0.7",
+            "grader: efficency\n    weight: 0.7",
+            "unknown grader 'efficency'",
+        ),
+        ("weight: 0.7", "weight: .nan", "components.speed.weight: expected a finite number"),
+        ("weight: 0.7", "weight: .inf", "components.speed.weight: expected a finite number"),
+        (
+            "weight: 0.7",
+            "weight: -0.7",
+            "components.speed.weight: expected greater than or equal to 0",
+        ),
+        ("version: 2", "version: two", "version: expected a valid integer"),
+        ("version: 2", "version: 2.5", "version: expected a valid integer"),
+        ("clip: [-1.0, 1.0]", "clip: [1.0, -1.0]", "clip: expected [low, high] with low < high"),
+        ("violation: early_exit", "violation: early_exti", "did you mean 'early_exit'?"),
+        (
+            "combine: weighted_sum",
+            "combine: weighted_sum\non_missing: skip",
+            "on_missing: expected one of",
+        ),
+        (
+            "{max_turns: 8}",
+            "{max_turns: {limit: 4, target: 8}}",
+            "target (8) must be below limit (4)",
+        ),
+        ("{max_turns: 8}", "{shape: linear}", "set at least one budget"),
+    ],
+)
+def test_bad_values_are_rejected_at_load(old, new, fragment):
+    text = GOOD.replace(old, new, 1)
+    assert text != GOOD
+    issues = issues_of(text)
+    assert any(fragment in i for i in issues), issues
+    assert all(i.startswith("r.yaml:") and i.split(":")[1].isdigit() for i in issues)
+
+
+def test_duplicate_component_is_rejected_with_its_line():
+    text = GOOD.replace("  cost:\n", "  speed:\n")
+    (issue,) = issues_of(text)
+    assert issue.startswith("r.yaml:9:") and "duplicate key" in issue and "speed" in issue
+
+
+def test_every_problem_is_listed_not_just_the_first():
+    text = (
+        GOOD.replace("    weight: 0.7\n", "    wieght: 0.7\n")
+        .replace("weighted_sum", "speed + nope")
+        .replace("early_exit", "nonsense")
+    )
+    issues = issues_of(text)
+    assert len(issues) == 3
+    assert [int(i.split(":")[1]) for i in issues] == sorted(int(i.split(":")[1]) for i in issues)
+
+
+def test_renormalize_needs_a_weighted_sum():
+    issues = issues_of(
+        GOOD.replace("combine: weighted_sum", "combine: speed * cost\non_missing: renormalize")
+    )
+    assert any("on_missing" in i and "renormalize" in i for i in issues)
+
+
+def test_all_zero_weights_are_rejected():
+    issues = issues_of(GOOD.replace("weight: 0.7", "weight: 0").replace("weight: 0.3", "weight: 0"))
+    assert any("at least one component with a weight above 0" in i for i in issues)
+
+
+def test_reserved_component_name_is_rejected():
+    issues = issues_of(GOOD.replace("  cost:\n", "  max:\n"))
+    assert any("components.max" in i and "reserved" in i for i in issues)
+
+
+@pytest.mark.parametrize("text", ["", "- a\n- b\n", "name: [unclosed\n"])
+def test_documents_that_are_not_rubrics(text):
+    issues = issues_of(text)
+    assert issues and all(i.startswith("r.yaml") for i in issues)
+
+
+def test_identity_ignores_comments_key_order_quoting_and_spelled_out_defaults():
+    base = parse_rubric(GOOD).sha256
+    reordered = """\
+# a comment that changes nothing
+version: 2
+name: "demo"
+description: a rubric
+clip: [-1, 1]
+penalties: [{penalty: 1, violation: early_exit, per_occurrence: false}]
+gates: [{cap: 0.4, when: "speed < 0.5"}]
+components:
+  speed: {config: {max_turns: 8}, weight: 0.7, grader: efficiency, required: false}
+  cost:
+    weight: 0.3
+    grader: efficiency
+    config:
+      max_completion_tokens: {target: 512, limit: 4096}  # trailing comment
+      shape: linear
+on_missing: abstain
+"""
+    assert parse_rubric(reordered).sha256 == base
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("weight: 0.7", "weight: 0.71"),
+        ("{max_turns: 8}", "{max_turns: 9}"),
+        ("cap: 0.4", "cap: 0.5"),
+    ],
+)
+def test_identity_changes_when_the_reward_can(old, new):
+    assert parse_rubric(GOOD.replace(old, new)).sha256 != parse_rubric(GOOD).sha256
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.name)
+def test_library_rubrics_load(path):
+    rubric = load_rubric(path)
+    assert rubric.name and rubric.components
+
+
+def test_library_is_not_empty():
+    assert any(p.name == "efficiency.yaml" for p in LIBRARY)
+
+
+def _yaml(path: Path) -> object:
+    return YAML(typ="safe", pure=True).load(path.read_text())
+
+
+@pytest.mark.parametrize("path", LIBRARY, ids=lambda p: p.name)
+def test_json_schema_accepts_library_rubrics(path):
+    schema = rubric_json_schema()
+    jsonschema.Draft7Validator.check_schema(schema)
+    jsonschema.Draft7Validator(schema).validate(_yaml(path))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("    weight: 0.7\n", "    wieght: 0.7\n"),
+        ("{max_turns: 8}", "{max_turn: 8}"),
+        ("grader: efficiency", "grader: efficency"),
+        ("version: 2", "version: two"),
+        ("early_exit", "early_exti"),
+    ],
+)
+def test_json_schema_rejects_what_the_loader_rejects(old, new):
+    doc = YAML(typ="safe", pure=True).load(GOOD.replace(old, new, 1))
+    validator = jsonschema.Draft7Validator(rubric_json_schema())
+    assert list(validator.iter_errors(doc))
+    assert not list(validator.iter_errors(YAML(typ="safe", pure=True).load(GOOD)))
+
+
+def test_committed_schema_file_is_current():
+    committed = json.loads((REPO / "rubric.schema.json").read_text())
+    assert committed == rubric_json_schema(), (
+        "regenerate: arbiter rubric schema -o rubric.schema.json"
+    )
