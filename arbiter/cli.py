@@ -30,6 +30,7 @@ from rubrics.loader import load_rubric
 from rubrics.reward import Reward
 from rubrics.rubric import Rubric
 from rubrics.score import prompt_key, score_samples
+from store.db import ROLES, Store
 
 __all__ = ["app", "main"]
 
@@ -42,6 +43,10 @@ app = typer.Typer(
 )
 rubric_app = typer.Typer(help="Validate, inspect and export rubrics.", no_args_is_help=True)
 app.add_typer(rubric_app, name="rubric")
+keys_app = typer.Typer(
+    help="Create, list and revoke API keys (in ARBITER_DATABASE_URL).", no_args_is_help=True
+)
+app.add_typer(keys_app, name="keys")
 
 # Off a terminal (a pipe, a CI log) rich would assume 80 columns and fold the tables.
 out = Console(width=None if sys.stdout.isatty() else 140)
@@ -264,6 +269,77 @@ async def _score_in_chunks(rubric: Rubric, samples: list[Sample], chunk: int) ->
             progress.advance(task, len(part))
     # Groups can straddle chunks, so normalize once over the whole set.
     return normalize_rewards(rewards, rubric.spec.normalize, [prompt_key(s) for s in samples])
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str | None, typer.Option(help="Default: ARBITER_HOST or 127.0.0.1.")] = None,
+    port: Annotated[int | None, typer.Option(help="Default: ARBITER_PORT or 8000.")] = None,
+    workers: Annotated[int, typer.Option(min=1, help="Worker processes.")] = 1,
+    graceful_s: Annotated[
+        int, typer.Option(help="On SIGTERM, seconds to let in-flight requests finish.")
+    ] = 30,
+) -> None:
+    """Serve the HTTP API (settings from ARBITER_* environment variables)."""
+    import uvicorn
+
+    from api.logs import configure_logging
+    from api.settings import Settings
+
+    settings = Settings()
+    configure_logging(settings.log_level, settings.log_json)
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=host or settings.host,
+        port=port or settings.port,
+        workers=workers,
+        loop="uvloop",
+        http="httptools",
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=graceful_s,
+    )
+
+
+def _store() -> Store:
+    from api.settings import Settings
+
+    store = Store(Settings().database_url)
+    store.migrate()
+    return store
+
+
+@keys_app.command("create")
+def keys_create(
+    role: Annotated[str, typer.Option(help="trainer, reviewer or admin.")],
+    name: Annotated[str, typer.Option(help="Who or what holds the key.")],
+) -> None:
+    """Create an API key and print it (the only time it is shown)."""
+    if role not in ROLES:
+        raise typer.BadParameter(f"expected one of {', '.join(ROLES)}", param_hint="--role")
+    record, key = _store().create_key(name, role)
+    err.print(
+        f"created key {record.id} ({record.role}) for {record.name}; store it now:", markup=False
+    )
+    print(key)
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List API keys (never the keys themselves)."""
+    for record in _store().list_keys():
+        state = "revoked" if record.revoked_at else "live"
+        out.print(f"{record.id}  {record.role:<8} {state:<8} {record.name}", markup=False)
+
+
+@keys_app.command("revoke")
+def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id.")]) -> None:
+    """Revoke an API key by id."""
+    if not _store().revoke_key(key_id):
+        err.print(f"no live key with id {key_id!r}", markup=False)
+        raise typer.Exit(1)
+    out.print(f"revoked {key_id}", markup=False)
 
 
 def main() -> None:

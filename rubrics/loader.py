@@ -29,7 +29,7 @@ from graders.types import ViolationType
 from rubrics.errors import RubricError, RubricIssue
 from rubrics.formula import Formula, FormulaError, compile_formula
 from rubrics.rubric import Component, Gate, Rubric, canonical_document, canonical_sha256
-from rubrics.schema import RESERVED_NAMES, PenaltySpec, RubricSpec
+from rubrics.schema import RESERVED_NAMES, ComponentSpec, PenaltySpec, RubricSpec
 
 __all__ = ["build_rubric", "load_rubric", "parse_rubric"]
 
@@ -46,10 +46,14 @@ class Positions:
 
     def locate(self, path: KeyPath, *, key: bool = False) -> tuple[int | None, int | None]:
         """Return the 1-based position of ``path``, or of its nearest ancestor present."""
-        for end in range(len(path), -1, -1):
-            sub = path[:end]
-            table = self.keys if key and end == len(path) else self.values
-            pos = table.get(sub) or self.keys.get(sub)
+        exact = (
+            (self.keys.get(path) if key else None) or self.values.get(path) or self.keys.get(path)
+        )
+        if exact is not None:
+            return exact[0] + 1, exact[1] + 1
+        # Not in the document (a key left out): point at the nearest ancestor's key.
+        for end in range(len(path) - 1, -1, -1):
+            pos = self.keys.get(path[:end]) or self.values.get(path[:end])
             if pos is not None:
                 return pos[0] + 1, pos[1] + 1
         return None, None
@@ -195,6 +199,8 @@ def _validate_components(
     for name, raw in components.items():
         if not isinstance(raw, dict) or not isinstance(raw.get("grader"), str):
             continue  # pass 1 reported it
+        if not raw.keys() <= ComponentSpec.model_fields.keys():
+            continue  # a misspelled key (often `config` itself): pass 1 reported it
         try:
             grader = registry.get(raw["grader"])
         except UnknownGraderError as e:
@@ -323,7 +329,9 @@ class _Report:
                 continue
             if kind == "value_error":
                 reason = err["msg"].removeprefix("Value error, ")
-                self.add(path, f"{reason}; found {_show(err.get('input'))}")
+                present = path in self.positions.values or not self.positions.values
+                found = _show(err.get("input")) if present else "nothing (the key is left out)"
+                self.add(path, f"{reason}; found {found}")
                 continue
             if kind in ("enum", "literal_error") and isinstance(err.get("input"), str):
                 choices = re.findall(r"'([^']*)'", str(err.get("ctx", {}).get("expected", "")))
@@ -351,7 +359,8 @@ class _Report:
         """Map a pydantic ``loc`` to the path of keys that exist in the document."""
         node: Any = self.data
         for part in prefix:
-            node = node[part]
+            # A prefix may name a key the document lacks (a defaulted config).
+            node = node.get(part) if isinstance(node, dict) else None
         path = list(prefix)
         at_key = False
         for i, part in enumerate(loc):

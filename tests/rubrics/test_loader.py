@@ -63,6 +63,20 @@ def test_misspelled_key_inside_a_grader_config_is_checked_by_that_grader():
     assert "did you mean 'max_turns'?" in issue
 
 
+def test_misspelled_config_key_is_one_error_not_two():
+    text = GOOD.replace("    config: {max_turns: 8}\n", "    confg: {max_turns: 8}\n")
+    (issue,) = issues_of(text)
+    assert issue.startswith("r.yaml:8:5: components.speed.confg: unknown key 'confg'")
+    assert "did you mean 'config'?" in issue
+
+
+def test_grader_config_left_out_is_checked_as_empty():
+    text = GOOD.replace("    config: {max_turns: 8}\n", "")
+    (issue,) = issues_of(text)
+    assert issue.startswith("r.yaml:5:3: components.speed.config: set at least one budget")
+    assert issue.endswith("found nothing (the key is left out)")
+
+
 def test_formula_with_unknown_component_points_into_the_formula():
     text = GOOD.replace("combine: weighted_sum", 'combine: "speed * (0.5 + csot)"')
     (issue,) = issues_of(text)

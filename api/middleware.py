@@ -1,0 +1,125 @@
+"""One pure-ASGI middleware: request id, body-size limit, access log and request metrics.
+
+Pure ASGI rather than Starlette's BaseHTTPMiddleware: it adds microseconds, not
+a task per request, at the rates trainers send.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from api.errors import error_response
+from api.logs import request_id_var
+from api.metrics import Metrics
+
+__all__ = ["ServiceMiddleware"]
+
+access = logging.getLogger("arbiter.access")
+
+
+class ServiceMiddleware:
+    """Wrap every HTTP request of the app."""
+
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int, metrics: Metrics, auth_disabled: bool
+    ) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.metrics = metrics
+        self.auth_disabled = auth_disabled
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one request."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        request_id = headers.get(b"x-request-id", b"").decode("latin-1")[:64] or uuid.uuid4().hex
+        token = request_id_var.set(request_id)
+        started = time.perf_counter()
+        status = 500
+        limit = self.max_body_bytes
+
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            response = error_response(
+                413, "body_too_large", f"the body has {int(declared)} bytes; the limit is {limit}"
+            )
+            response.headers["x-request-id"] = request_id
+            await response(scope, receive, send)
+            self._finish(scope, 413, started)
+            request_id_var.reset(token)
+            return
+
+        received = 0
+        too_large = False
+        started_response = False
+
+        async def limited_receive() -> Message:
+            nonlocal received, too_large
+            if too_large:
+                return {"type": "http.disconnect"}
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    # Tell the app the client went away (it stops reading); the
+                    # 413 is sent below, whatever the app makes of the disconnect.
+                    too_large = True
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, started_response
+            if too_large:
+                return  # the app's own answer to the "disconnect" is dropped
+            if message["type"] == "http.response.start":
+                started_response = True
+                status = message["status"]
+                extra: list[tuple[bytes, bytes]] = [(b"x-request-id", request_id.encode("latin-1"))]
+                if self.auth_disabled:
+                    extra.append((b"x-arbiter-auth", b"disabled"))
+                message["headers"] = [*message.get("headers", []), *extra]
+            await send(message)
+
+        try:
+            try:
+                await self.app(scope, limited_receive, send_with_id)
+            except Exception:
+                if not too_large:
+                    raise
+            if too_large and not started_response:
+                status = 413
+                response = error_response(413, "body_too_large", f"the body exceeds {limit} bytes")
+                response.headers["x-request-id"] = request_id
+                await response(scope, receive, send)
+        finally:
+            self._finish(scope, status, started)
+            request_id_var.reset(token)
+
+    def _finish(self, scope: Scope, status: int, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        route = self._route(scope)
+        self.metrics.requests.labels(route=route, status=str(status)).inc()
+        self.metrics.request_latency.labels(route=route).observe(elapsed)
+        extra: dict[str, Any] = {
+            "method": scope.get("method"),
+            "path": scope.get("path"),
+            "status": status,
+            "duration_ms": round(elapsed * 1000, 3),
+        }
+        access.info("%s %s %d", scope.get("method"), scope.get("path"), status, extra=extra)
+
+    @staticmethod
+    def _route(scope: Scope) -> str:
+        # The matched route's template keeps label cardinality low (no ids in paths).
+        path = getattr(scope.get("route"), "path", None)
+        if path:
+            return str(path)
+        endpoint = scope.get("endpoint")
+        return getattr(endpoint, "__name__", "unmatched")

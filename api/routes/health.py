@@ -1,0 +1,45 @@
+"""Liveness, readiness and Prometheus metrics (no auth: scraped from inside the network)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+from fastapi import APIRouter
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.responses import Response
+
+from api.deps import ServiceDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """Answer while the process serves at all."""
+    return {"status": "ok"}
+
+
+@router.get("/readyz", responses={503: {"description": "A dependency is not ready."}})
+async def readyz(service: ServiceDep) -> Response:
+    """Check what grading needs: the store, the rubrics; 503 with the failing checks otherwise."""
+    checks: dict[str, str] = {}
+    try:
+        await asyncio.wait_for(asyncio.to_thread(service.store.ping), timeout=5)
+        checks["store"] = "ok"
+    except Exception as e:
+        checks["store"] = f"unreachable: {type(e).__name__}"
+    count = len(service.catalog.entries())
+    checks["rubrics"] = f"{count} loaded" if count else "none loaded"
+    invalid = service.catalog.file_errors()
+    if invalid:
+        checks["invalid_rubric_files"] = ", ".join(sorted(str(p) for p in invalid))
+    ready = service.started and checks["store"] == "ok" and count > 0
+    body = orjson.dumps({"status": "ready" if ready else "not_ready", "checks": checks})
+    return Response(body, status_code=200 if ready else 503, media_type="application/json")
+
+
+@router.get("/metrics")
+async def metrics(service: ServiceDep) -> Response:
+    """Prometheus text exposition."""
+    return Response(generate_latest(service.metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,68 @@
+"""Rewards: the native batch endpoint and OpenRLHF's remote reward protocol."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from starlette.responses import Response
+
+from api.deps import Caller, ServiceDep
+from api.schemas import ErrorBody, OpenRLHFRequest, OpenRLHFResponse, RewardRequest, RewardResponse
+
+router = APIRouter(tags=["rewards"])
+
+ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": ErrorBody, "description": text}
+    for code, text in {
+        401: "No or unknown API key.",
+        403: "The key's role may not grade.",
+        404: "No such rubric (or version, or sha256).",
+        409: "The same Idempotency-Key is still being graded.",
+        413: "Body or batch over the limit.",
+        422: "The request does not validate; `errors` lists field paths.",
+        429: "Over capacity or over this key's quota; see Retry-After.",
+        503: "The store could not log the rewards; nothing was acknowledged.",
+    }.items()
+}
+
+
+def _json(body: bytes, replayed: bool) -> Response:
+    headers = {"Idempotent-Replayed": "true"} if replayed else None
+    return Response(body, media_type="application/json", headers=headers)
+
+
+@router.post("/v1/rewards", response_model=RewardResponse, responses=ERRORS)
+async def create_rewards(
+    body: RewardRequest,
+    service: ServiceDep,
+    caller: Caller,
+    idempotency_key: Annotated[str | None, Header(max_length=256)] = None,
+) -> Response:
+    """Grade a batch of samples under a rubric; rewards come back in input order.
+
+    With an ``Idempotency-Key`` header, a repeat returns the stored response
+    unchanged (header ``Idempotent-Replayed: true``) instead of grading again.
+    """
+    content, replayed = await service.grade(body, caller, idempotency_key)
+    return _json(content, replayed)
+
+
+@router.post("/get_reward", response_model=OpenRLHFResponse, responses=ERRORS)
+async def openrlhf_reward(
+    body: OpenRLHFRequest,
+    service: ServiceDep,
+    caller: Caller,
+    rubric: Annotated[str | None, Query(max_length=128)] = None,
+) -> Response:
+    """Grade OpenRLHF's remote reward request (``query``/``prompts``/``labels``).
+
+    The response of each sample is ``query[len(prompt):]``. Empty lists get empty
+    lists. A retry of the same body is answered from the log, not graded twice.
+    """
+    if not body.query and not body.prompts:
+        return Response(
+            b'{"rewards":[],"scores":[],"extra_logs":{}}', media_type="application/json"
+        )
+    content, replayed = await service.grade_openrlhf(body, caller, rubric)
+    return _json(content, replayed)

@@ -1,0 +1,58 @@
+"""Rubric management: list versions, read one, register a new one (admin)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from starlette.responses import Response
+
+from api.deps import Caller, ServiceDep
+from api.errors import NotFound
+from api.schemas import ErrorBody, RubricCreate, RubricCreated, RubricInfo, RubricText
+from rubrics.catalog import CatalogEntry
+from rubrics.errors import RubricNotFoundError
+
+router = APIRouter(prefix="/v1/rubrics", tags=["rubrics"])
+ERRORS: dict[int | str, dict[str, object]] = {
+    401: {"model": ErrorBody},
+    403: {"model": ErrorBody},
+    404: {"model": ErrorBody},
+    409: {"model": ErrorBody},
+    422: {"model": ErrorBody},
+}
+
+
+def _info(service: ServiceDep, entry: CatalogEntry) -> dict[str, object]:
+    rubric = entry.rubric
+    latest = service.catalog.resolve(rubric.name)
+    return {
+        "name": rubric.name,
+        "version": rubric.version,
+        "sha256": rubric.sha256,
+        "current": service.catalog.is_current(entry),
+        "latest": latest.sha256 == rubric.sha256,
+        "origin": entry.origin,
+    }
+
+
+@router.get("", response_model=list[RubricInfo], responses=ERRORS)
+async def list_rubrics(service: ServiceDep, caller: Caller) -> list[dict[str, object]]:
+    """List every rubric version the service knows, with its sha256."""
+    return [_info(service, entry) for entry in service.catalog.entries()]
+
+
+@router.get("/{sha256}", response_model=RubricText, responses=ERRORS)
+async def get_rubric(sha256: str, service: ServiceDep, caller: Caller) -> dict[str, object]:
+    """Return one rubric version, with its YAML, by sha256."""
+    try:
+        entry = service.catalog.by_sha256(sha256)
+    except RubricNotFoundError as e:
+        raise NotFound(str(e), code="rubric_not_found") from e
+    return {**_info(service, entry), "text": entry.text, "resolved": entry.rubric.canonical()}
+
+
+@router.post("", response_model=RubricCreated, status_code=201, responses=ERRORS)
+async def register_rubric(body: RubricCreate, service: ServiceDep, caller: Caller) -> Response:
+    """Register a new rubric version (admin); errors name line and column, as the CLI's do."""
+    rubric, created = await service.register_rubric(body.yaml, caller)
+    content = RubricCreated(rubric=rubric.identity, created=created).model_dump_json()
+    return Response(content, status_code=201 if created else 200, media_type="application/json")

@@ -1,0 +1,136 @@
+"""Request and response bodies of the HTTP API."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+from graders.types import Sample
+from rubrics.reward import Reward
+from rubrics.rubric import RubricIdentity
+
+__all__ = [
+    "ErrorBody",
+    "KeyCreate",
+    "KeyCreated",
+    "KeyInfo",
+    "OpenRLHFRequest",
+    "OpenRLHFResponse",
+    "RewardRequest",
+    "RewardResponse",
+    "RubricCreate",
+    "RubricCreated",
+    "RubricInfo",
+    "RubricText",
+]
+
+Sha256 = Annotated[str, Field(pattern=r"^[0-9a-fA-F]{64}$")]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RewardRequest(_Body):
+    """A batch to grade under one rubric."""
+
+    rubric: Annotated[StrictStr, Field(min_length=1, max_length=128, description="Rubric name.")]
+    rubric_version: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        default=None, description="Pin a version (default: the latest)."
+    )
+    rubric_sha256: Sha256 | None = Field(default=None, description="Pin the exact content.")
+    samples: list[Sample] = Field(description="The batch, e.g. B x G rollouts of a GRPO step.")
+    deadline_s: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        default=None,
+        description="Components unfinished after this many seconds come back as timeout failures.",
+    )
+
+
+class RewardResponse(BaseModel):
+    """Rewards in input order."""
+
+    request_id: str
+    rubric: RubricIdentity
+    latency_s: float
+    rewards: list[Reward]
+
+
+class OpenRLHFRequest(BaseModel):
+    """OpenRLHF's remote reward request: decoded prompt+response strings."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query: list[StrictStr] = Field(default_factory=list)
+    prompts: list[StrictStr] = Field(default_factory=list)
+    labels: list[Any] | None = None
+
+
+class OpenRLHFResponse(BaseModel):
+    """OpenRLHF's expected answer."""
+
+    rewards: list[StrictFloat | StrictInt]
+    scores: list[StrictFloat | StrictInt]
+    extra_logs: dict[str, list[float]]
+
+
+class RubricInfo(BaseModel):
+    """A rubric version the service knows."""
+
+    name: str
+    version: int
+    sha256: str
+    current: bool = Field(description="Whether name+version resolves to this content now.")
+    latest: bool = Field(description="Whether this is the name's highest version.")
+    origin: str
+
+
+class RubricText(RubricInfo):
+    """A rubric version with its YAML and its resolved form (every default filled in)."""
+
+    text: str
+    resolved: dict[str, Any]
+
+
+class RubricCreate(_Body):
+    """A new rubric version, as YAML text."""
+
+    yaml: Annotated[StrictStr, Field(min_length=1, max_length=1_000_000)]
+
+
+class RubricCreated(BaseModel):
+    """The registered version."""
+
+    rubric: RubricIdentity
+    created: bool
+
+
+class KeyCreate(_Body):
+    """A new API key."""
+
+    name: Annotated[StrictStr, Field(min_length=1, max_length=128)]
+    role: Annotated[StrictStr, Field(pattern="^(trainer|reviewer|admin)$")]
+
+
+class KeyInfo(BaseModel):
+    """An API key's record (never the key)."""
+
+    id: str
+    name: str
+    role: str
+    created_at: float
+    revoked_at: float | None
+
+
+class KeyCreated(KeyInfo):
+    """A new key: ``key`` is shown this once."""
+
+    key: str
+
+
+class ErrorBody(BaseModel):
+    """Every error: a code for machines, a message for people."""
+
+    code: str
+    message: str
+    errors: list[dict[str, Any]] | None = None

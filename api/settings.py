@@ -1,0 +1,86 @@
+"""Service settings, read from the environment with the prefix ``ARBITER_``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["LIBRARY_DIR", "Settings"]
+
+LIBRARY_DIR = Path(__file__).resolve().parents[1] / "rubrics" / "library"
+
+
+class Settings(BaseSettings):
+    """Everything the service can be told; see the README for the common ones."""
+
+    model_config = SettingsConfigDict(env_prefix="ARBITER_", extra="ignore")
+
+    database_url: str = Field(
+        default="sqlite:///arbiter.db",
+        description="SQLAlchemy URL; e.g. postgresql+psycopg://user@127.0.0.1:5432/db.",
+    )
+    host: str = "127.0.0.1"
+    port: int = 8000
+    auth: Literal["required", "disabled"] = Field(
+        default="required",
+        description="'disabled' serves without API keys: for local development only, and loud.",
+    )
+    rubric_dirs: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="Extra folders of rubric YAML (colon-separated), watched for changes.",
+    )
+    include_library: bool = True
+    grader_plugins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Modules (comma-separated) whose register(registry) adds custom graders.",
+    )
+    rubric_reload_interval_s: float = Field(default=2.0, ge=0)
+
+    max_batch_samples: int = Field(default=4096, ge=1)
+    max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
+    max_inflight_samples: int = Field(default=16384, ge=1)
+    per_key_max_inflight_requests: int = Field(default=32, ge=1)
+    retry_after_s: int = Field(default=1, ge=1)
+    max_deadline_s: float = Field(default=600.0, gt=0)
+    grader_concurrency: int = Field(default=1024, ge=1)
+
+    store_samples: Literal["full", "hash"] = Field(
+        default="full", description="Log each sample as sent, or only its sha256."
+    )
+    openrlhf_rubric: str | None = Field(
+        default=None, description="Rubric for POST /get_reward when the request names none."
+    )
+    openrlhf_abstain_value: float = Field(
+        default=0.0,
+        description="What /get_reward reports for an abstained reward (it needs floats).",
+    )
+    openrlhf_dedupe_window_s: float = Field(
+        default=900.0,
+        ge=0,
+        description="A byte-identical /get_reward within this window is a retry.",
+    )
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @field_validator("grader_plugins", mode="before")
+    @classmethod
+    def _split_modules(cls, value: object) -> object:
+        """Accept ``ARBITER_GRADER_PLUGINS`` as a comma-separated list."""
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("rubric_dirs", mode="before")
+    @classmethod
+    def _split_paths(cls, value: object) -> object:
+        """Accept ``ARBITER_RUBRIC_DIRS`` as a colon-separated list, like ``PATH``."""
+        if isinstance(value, str):
+            return [Path(part) for part in value.split(":") if part]
+        return value
+
+    def watched_dirs(self) -> list[Path]:
+        """Rubric folders to load and watch, the library first."""
+        return [*([LIBRARY_DIR] if self.include_library else []), *self.rubric_dirs]

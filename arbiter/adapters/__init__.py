@@ -1,0 +1,1 @@
+"""Drop-in adapters for trainers: TRL reward functions, verl compute_score, OpenRLHF reward_func."""

@@ -1,0 +1,166 @@
+"""Every rubric version the service knows, addressable by name, version or sha256.
+
+A version once seen stays addressable by its sha256 for the life of the
+catalog, so a reward logged under it can be replayed after its file changed.
+Resolving by name picks the highest version; by name and version, the most
+recently added content of that version.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from graders.registry import GraderRegistry
+from rubrics.errors import RubricError, RubricNotFoundError
+from rubrics.loader import parse_rubric
+from rubrics.rubric import Rubric
+
+__all__ = ["CatalogEntry", "RubricCatalog"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """One rubric version and the text it was parsed from."""
+
+    rubric: Rubric
+    text: str
+    origin: str
+
+
+class RubricCatalog:
+    """Rubric versions by sha256, with name and version indexes. Thread-safe."""
+
+    def __init__(self, registry: GraderRegistry) -> None:
+        self._registry = registry
+        self._by_sha: dict[str, CatalogEntry] = {}
+        self._by_version: dict[tuple[str, int], str] = {}
+        self._latest: dict[str, int] = {}
+        self._file_state: dict[Path, tuple[float, int]] = {}
+        self._file_errors: dict[Path, RubricError] = {}
+        self._lock = threading.Lock()
+
+    def add_text(self, text: str, origin: str) -> tuple[CatalogEntry, bool]:
+        """Parse, validate and add rubric text; return the entry and whether it was new.
+
+        Raises:
+            RubricError: the text is not a valid rubric (line-numbered issues).
+        """
+        rubric = parse_rubric(text, source=origin, registry=self._registry)
+        return self.add(rubric, text, origin)
+
+    def add(self, rubric: Rubric, text: str, origin: str) -> tuple[CatalogEntry, bool]:
+        """Add a parsed rubric; return the entry and whether its sha256 was new."""
+        with self._lock:
+            existing = self._by_sha.get(rubric.sha256)
+            if existing is not None:
+                return existing, False
+            entry = CatalogEntry(rubric=rubric, text=text, origin=origin)
+            key = (rubric.name, rubric.version)
+            previous = self._by_version.get(key)
+            if previous is not None:
+                logger.warning(
+                    "rubric %s v%d changed without a version bump (%s -> %s); the old content "
+                    "stays addressable by sha256",
+                    rubric.name,
+                    rubric.version,
+                    previous[:12],
+                    rubric.sha256[:12],
+                )
+            self._by_sha[rubric.sha256] = entry
+            self._by_version[key] = rubric.sha256
+            self._latest[rubric.name] = max(self._latest.get(rubric.name, 0), rubric.version)
+            return entry, True
+
+    def resolve(
+        self, name: str, *, version: int | None = None, sha256: str | None = None
+    ) -> Rubric:
+        """Return the rubric called ``name`` (latest version unless pinned).
+
+        Raises:
+            RubricNotFoundError: nothing matches; the message lists what exists.
+        """
+        with self._lock:
+            if sha256 is not None:
+                entry = self._by_sha.get(sha256.lower())
+                if entry is None or entry.rubric.name != name:
+                    raise RubricNotFoundError(f"no rubric {name!r} with sha256 {sha256}")
+                if version is not None and entry.rubric.version != version:
+                    raise RubricNotFoundError(
+                        f"sha256 {sha256[:12]} is {name!r} v{entry.rubric.version}, not v{version}"
+                    )
+                return entry.rubric
+            if name not in self._latest:
+                known = ", ".join(sorted(self._latest)) or "none"
+                raise RubricNotFoundError(f"no rubric named {name!r} (known: {known})")
+            wanted = version if version is not None else self._latest[name]
+            sha = self._by_version.get((name, wanted))
+            if sha is None:
+                versions = sorted(v for (n, v) in self._by_version if n == name)
+                raise RubricNotFoundError(
+                    f"rubric {name!r} has no version {wanted} (have {versions})"
+                )
+            return self._by_sha[sha].rubric
+
+    def by_sha256(self, sha256: str) -> CatalogEntry:
+        """Return the entry with this sha256."""
+        with self._lock:
+            entry = self._by_sha.get(sha256.lower())
+        if entry is None:
+            raise RubricNotFoundError(f"no rubric with sha256 {sha256}")
+        return entry
+
+    def entries(self) -> list[CatalogEntry]:
+        """Every known version, by name then version."""
+        with self._lock:
+            entries = list(self._by_sha.values())
+        return sorted(entries, key=lambda e: (e.rubric.name, e.rubric.version, e.rubric.sha256))
+
+    def is_current(self, entry: CatalogEntry) -> bool:
+        """Whether ``entry`` is what its name and version resolve to now."""
+        key = (entry.rubric.name, entry.rubric.version)
+        with self._lock:
+            return self._by_version.get(key) == entry.rubric.sha256
+
+    def scan(self, directories: Iterable[Path]) -> list[CatalogEntry]:
+        """Load new or changed ``*.yaml`` files; return what was added.
+
+        A file that fails validation is logged (with its line-numbered issues)
+        and skipped; the versions it had before stay in place.
+        """
+        added = []
+        for directory in directories:
+            if not directory.is_dir():
+                continue
+            for path in sorted(directory.glob("*.y*ml")):
+                try:
+                    stat = path.stat()
+                except OSError:
+                    continue
+                state = (stat.st_mtime, stat.st_size)
+                if self._file_state.get(path) == state:
+                    continue
+                self._file_state[path] = state
+                try:
+                    entry, new = self.add_text(path.read_text(encoding="utf-8"), str(path))
+                except RubricError as e:
+                    if str(self._file_errors.get(path)) != str(e):
+                        logger.error("rubric file %s is invalid and was not loaded:\n%s", path, e)
+                    self._file_errors[path] = e
+                    continue
+                except OSError as e:
+                    logger.error("cannot read rubric file %s: %s", path, e)
+                    continue
+                self._file_errors.pop(path, None)
+                if new:
+                    added.append(entry)
+        return added
+
+    def file_errors(self) -> dict[Path, RubricError]:
+        """Rubric files that are currently invalid, with their issues."""
+        return dict(self._file_errors)

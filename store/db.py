@@ -1,0 +1,365 @@
+"""The store: one narrow interface over SQLite (default) or PostgreSQL.
+
+Every method is synchronous and short; the service calls them from a worker
+thread. Each request's rewards are written in one transaction, committed
+before the response is sent, so an acknowledged reward survives a crash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, Engine, create_engine, event, func, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
+
+from store.tables import api_keys, requests, rewards, rubric_versions
+
+__all__ = [
+    "ROLES",
+    "ApiKey",
+    "DuplicateRequestError",
+    "RewardRow",
+    "Store",
+    "StoredRequest",
+    "hash_key",
+]
+
+ROLES = ("trainer", "reviewer", "admin")
+KEY_PREFIX = "arb"
+
+
+def hash_key(key: str) -> str:
+    """Return the stored form of an API key."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+class DuplicateRequestError(Exception):
+    """A request with this (client, idempotency key) is already stored."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    """An API key's record (never the key itself)."""
+
+    id: str
+    name: str
+    role: str
+    created_at: float
+    revoked_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class RewardRow:
+    """One reward to log."""
+
+    position: int
+    sample_id: str
+    group_id: str | None
+    reward: float | None
+    raw_reward: float | None
+    record: str
+    sample: str | None
+    sample_sha256: str
+    latency_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRequest:
+    """A logged request: its envelope and its rewards' records, in order."""
+
+    id: str
+    envelope: str
+    records: list[str]
+    created_at: float
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets readers run beside the writer; NORMAL sync keeps committed
+    # transactions across a process crash (only a power loss can drop the
+    # last ones), at a fraction of FULL's cost.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+class Store:
+    """Rewards, requests, API keys and rubric versions."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        kwargs: dict[str, Any] = {"pool_pre_ping": not self.is_sqlite}
+        if self.is_sqlite:
+            kwargs["connect_args"] = {"check_same_thread": False}
+            self._ensure_sqlite_dir(url)
+        self.engine: Engine = create_engine(url, **kwargs)
+        if self.is_sqlite:
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        # SQLite has one writer at a time; queueing writers here is cheaper
+        # than letting them spin on the file lock.
+        self._write_lock = threading.Lock() if self.is_sqlite else None
+
+    @staticmethod
+    def _ensure_sqlite_dir(url: str) -> None:
+        path = url.split("///", 1)[-1] if "///" in url else ""
+        if path and path != ":memory:" and not path.startswith("file:"):
+            Path(path).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision."""
+        config = Config()
+        config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+        config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
+        with self.engine.begin() as conn:
+            config.attributes["connection"] = conn
+            command.upgrade(config, "head")
+
+    def ping(self) -> None:
+        """Raise if the database cannot be reached."""
+        with self.engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+
+    def close(self) -> None:
+        """Release every pooled connection."""
+        self.engine.dispose()
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        if self._write_lock is None:
+            with self.engine.begin() as conn:
+                yield conn
+            return
+        with self._write_lock, self.engine.begin() as conn:
+            yield conn
+
+    # -- rewards ------------------------------------------------------------------
+
+    def record_request(
+        self,
+        *,
+        request_id: str,
+        client: str,
+        idempotency_key: str | None,
+        endpoint: str,
+        rubric_name: str,
+        rubric_version: int,
+        rubric_sha256: str,
+        envelope: str,
+        rows: Sequence[RewardRow],
+        created_at: float | None = None,
+    ) -> None:
+        """Log a request and all its rewards in one transaction.
+
+        Raises:
+            DuplicateRequestError: this client already used this idempotency key.
+        """
+        now = created_at if created_at is not None else time.time()
+        try:
+            with self._writing() as conn:
+                conn.execute(
+                    insert(requests),
+                    {
+                        "id": request_id,
+                        "client": client,
+                        "idempotency_key": idempotency_key,
+                        "endpoint": endpoint,
+                        "rubric_sha256": rubric_sha256,
+                        "n_samples": len(rows),
+                        "envelope": envelope,
+                        "created_at": now,
+                    },
+                )
+                if rows:
+                    conn.execute(
+                        insert(rewards),
+                        [
+                            {
+                                "request_id": request_id,
+                                "position": row.position,
+                                "sample_id": row.sample_id,
+                                "group_id": row.group_id,
+                                "rubric_name": rubric_name,
+                                "rubric_version": rubric_version,
+                                "rubric_sha256": rubric_sha256,
+                                "reward": row.reward,
+                                "raw_reward": row.raw_reward,
+                                "abstained": row.reward is None,
+                                "record": row.record,
+                                "sample": row.sample,
+                                "sample_sha256": row.sample_sha256,
+                                "latency_s": row.latency_s,
+                                "client": client,
+                                "created_at": now,
+                            }
+                            for row in rows
+                        ],
+                    )
+        except IntegrityError as e:
+            if (
+                idempotency_key is not None
+                and "idempotency" in str(e.orig).lower() + str(e).lower()
+            ):
+                raise DuplicateRequestError(idempotency_key) from e
+            if idempotency_key is not None and self.find_request(client, idempotency_key):
+                raise DuplicateRequestError(idempotency_key) from e
+            raise
+
+    def find_request(self, client: str, idempotency_key: str) -> StoredRequest | None:
+        """Return the stored request for (client, key), with its rewards in order."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(requests.c.id, requests.c.envelope, requests.c.created_at).where(
+                    requests.c.client == client, requests.c.idempotency_key == idempotency_key
+                )
+            ).first()
+            if row is None:
+                return None
+            records = conn.execute(
+                select(rewards.c.record)
+                .where(rewards.c.request_id == row.id)
+                .order_by(rewards.c.position)
+            ).scalars()
+            return StoredRequest(
+                id=row.id, envelope=row.envelope, records=list(records), created_at=row.created_at
+            )
+
+    def count_rewards(self) -> int:
+        """Return how many rewards are logged."""
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(rewards)).scalar_one())
+
+    def reward_records(
+        self,
+        *,
+        rubric_sha256: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        sample_ids: Sequence[str] | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Return logged rewards (oldest first) with their sample, for replays and audits."""
+        query = select(
+            rewards.c.id,
+            rewards.c.request_id,
+            rewards.c.position,
+            rewards.c.sample_id,
+            rewards.c.rubric_sha256,
+            rewards.c.record,
+            rewards.c.sample,
+            rewards.c.client,
+            rewards.c.created_at,
+        ).order_by(rewards.c.id)
+        if rubric_sha256 is not None:
+            query = query.where(rewards.c.rubric_sha256 == rubric_sha256)
+        if since is not None:
+            query = query.where(rewards.c.created_at >= since)
+        if until is not None:
+            query = query.where(rewards.c.created_at < until)
+        if sample_ids is not None:
+            query = query.where(rewards.c.sample_id.in_(list(sample_ids)))
+        if limit is not None:
+            query = query.limit(limit)
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    # -- API keys -----------------------------------------------------------------
+
+    def create_key(self, name: str, role: str) -> tuple[ApiKey, str]:
+        """Create an API key; return its record and the key, which is shown only now."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        key_id = secrets.token_hex(6)
+        key = f"{KEY_PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
+        now = time.time()
+        with self._writing() as conn:
+            conn.execute(
+                insert(api_keys),
+                {
+                    "id": key_id,
+                    "name": name,
+                    "role": role,
+                    "key_hash": hash_key(key),
+                    "created_at": now,
+                },
+            )
+        return ApiKey(id=key_id, name=name, role=role, created_at=now, revoked_at=None), key
+
+    def key_for(self, key: str) -> ApiKey | None:
+        """Return the live key record matching ``key``, or ``None``."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(api_keys).where(
+                    api_keys.c.key_hash == hash_key(key), api_keys.c.revoked_at.is_(None)
+                )
+            ).first()
+        if row is None:
+            return None
+        return ApiKey(row.id, row.name, row.role, row.created_at, row.revoked_at)
+
+    def list_keys(self) -> list[ApiKey]:
+        """Return every key record (revoked ones too)."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(api_keys).order_by(api_keys.c.created_at)).all()
+        return [ApiKey(r.id, r.name, r.role, r.created_at, r.revoked_at) for r in rows]
+
+    def revoke_key(self, key_id: str) -> bool:
+        """Revoke a key by id; return whether a live key was revoked."""
+        with self._writing() as conn:
+            result = conn.execute(
+                update(api_keys)
+                .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+                .values(revoked_at=time.time())
+            )
+        return bool(result.rowcount)
+
+    # -- rubric versions ----------------------------------------------------------
+
+    def save_rubric(self, *, sha256: str, name: str, version: int, text_: str, origin: str) -> bool:
+        """Keep a rubric version's text; return whether it was new."""
+        with self.engine.connect() as conn:
+            exists = conn.execute(
+                select(rubric_versions.c.sha256).where(rubric_versions.c.sha256 == sha256)
+            ).first()
+        if exists is not None:
+            return False
+        try:
+            with self._writing() as conn:
+                conn.execute(
+                    insert(rubric_versions),
+                    {
+                        "sha256": sha256,
+                        "name": name,
+                        "version": version,
+                        "text": text_,
+                        "origin": origin,
+                        "created_at": time.time(),
+                    },
+                )
+        except IntegrityError:
+            return False  # another replica saved it first
+        return True
+
+    def rubric_texts(self) -> list[tuple[str, str]]:
+        """Return (text, origin) of every stored rubric version, oldest first."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(rubric_versions.c.text, rubric_versions.c.origin).order_by(
+                    rubric_versions.c.created_at
+                )
+            ).all()
+        return [(r.text, r.origin) for r in rows]

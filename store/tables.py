@@ -1,0 +1,94 @@
+"""The store's tables (SQLAlchemy Core); Alembic migrations create and evolve them."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+__all__ = ["api_keys", "metadata", "requests", "rewards", "rubric_versions"]
+
+metadata = MetaData()
+
+# SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a bigint.
+_ROW_ID = BigInteger().with_variant(Integer(), "sqlite")
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(16), primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("role", String(16), nullable=False),
+    # sha256 of the whole key: keys are 256-bit random, so a fast hash is enough;
+    # the key itself is shown once at creation and never stored.
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", Float, nullable=False),
+    Column("revoked_at", Float, nullable=True),
+)
+
+rubric_versions = Table(
+    "rubric_versions",
+    metadata,
+    Column("sha256", String(64), primary_key=True),
+    Column("name", String(128), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("text", Text, nullable=False),
+    Column("origin", String(1024), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Index("ix_rubric_versions_name_version", "name", "version"),
+)
+
+requests = Table(
+    "requests",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("client", String(128), nullable=False),
+    Column("idempotency_key", String(256), nullable=True),
+    Column("endpoint", String(64), nullable=False),
+    Column("rubric_sha256", String(64), nullable=False),
+    Column("n_samples", Integer, nullable=False),
+    # The response minus its rewards; rewards are rebuilt from their rows.
+    Column("envelope", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("client", "idempotency_key", name="uq_requests_client_idempotency_key"),
+)
+
+rewards = Table(
+    "rewards",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("request_id", String(32), ForeignKey("requests.id"), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("sample_id", String(512), nullable=False),
+    Column("group_id", String(512), nullable=True),
+    Column("rubric_name", String(128), nullable=False),
+    Column("rubric_version", Integer, nullable=False),
+    Column("rubric_sha256", String(64), nullable=False),
+    Column("reward", Float, nullable=True),
+    Column("raw_reward", Float, nullable=True),
+    Column("abstained", Boolean, nullable=False),
+    # The reward exactly as returned to the client (components, penalties,
+    # failures, grader versions), so a replay or an idempotent repeat is exact.
+    Column("record", Text, nullable=False),
+    # The sample as received, or NULL when the store keeps hashes only.
+    Column("sample", Text, nullable=True),
+    Column("sample_sha256", String(64), nullable=False),
+    Column("latency_s", Float, nullable=False),
+    Column("client", String(128), nullable=False),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("request_id", "position", name="uq_rewards_request_position"),
+    Index("ix_rewards_rubric_created", "rubric_sha256", "created_at"),
+    Index("ix_rewards_sample_id", "sample_id"),
+    Index("ix_rewards_created", "created_at"),
+)

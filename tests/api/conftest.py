@@ -1,0 +1,142 @@
+"""A real Arbiter server (uvicorn in a subprocess on 127.0.0.1) for the API tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from store.db import Store
+
+REPO = Path(__file__).resolve().parents[2]
+
+SLOW_RUBRIC = """\
+name: slow
+version: 1
+components:
+  fast: {grader: efficiency, weight: 0.5, config: {max_turns: 10}}
+  nap: {grader: sleepy, weight: 0.5, config: {delay_s: 1.5}}
+on_missing: renormalize
+"""
+
+GRPO_RUBRIC = """\
+name: grpo
+version: 1
+components:
+  eff: {grader: efficiency, config: {max_turns: 10}}
+normalize: group_z
+penalties: [{violation: early_exit, penalty: 0.5}]
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    db_url: str
+    rubric_dir: Path
+    keys: dict[str, str]
+    env: dict[str, str]
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def start(self) -> None:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "arbiter", "serve", "--graceful-s", "2"],
+                env=self.env,
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"server not ready: {self.log.read_text()[-3000:]}")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(timeout=30)
+
+    def client(self, role: str = "trainer", **kwargs: object) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.keys[role]}"} if role else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60, **kwargs)  # type: ignore[arg-type]
+
+
+StartServer = Callable[..., Server]
+
+
+@pytest.fixture(scope="module")
+def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
+    servers: list[Server] = []
+
+    def start(**settings: str) -> Server:
+        root = tmp_path_factory.mktemp("server")
+        rubric_dir = root / "rubrics"
+        rubric_dir.mkdir()
+        (rubric_dir / "slow.yaml").write_text(SLOW_RUBRIC)
+        (rubric_dir / "grpo.yaml").write_text(GRPO_RUBRIC)
+        db_url = f"sqlite:///{root / 'arbiter.db'}"
+        store = Store(db_url)
+        store.migrate()
+        keys = {
+            role: store.create_key(f"test-{role}", role)[1]
+            for role in ("trainer", "reviewer", "admin")
+        }
+        keys["trainer2"] = store.create_key("test-trainer-2", "trainer")[1]
+        store.close()
+        port = free_port()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "ARBITER_DATABASE_URL": db_url,
+            "ARBITER_PORT": str(port),
+            "ARBITER_RUBRIC_DIRS": str(rubric_dir),
+            "ARBITER_GRADER_PLUGINS": "tests.api.plugin_graders",
+            "ARBITER_RUBRIC_RELOAD_INTERVAL_S": "0.2",
+            "ARBITER_OPENRLHF_RUBRIC": "efficiency-only",
+            **{f"ARBITER_{k.upper()}": v for k, v in settings.items()},
+        }
+        server = Server(
+            url=f"http://127.0.0.1:{port}",
+            db_url=db_url,
+            rubric_dir=rubric_dir,
+            keys=keys,
+            env=env,
+            log=root / "server.log",
+        )
+        server.start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.kill(signal.SIGTERM)
+
+
+@pytest.fixture(scope="module")
+def server(start_server: StartServer) -> Server:
+    return start_server()

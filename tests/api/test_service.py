@@ -1,0 +1,421 @@
+"""Every endpoint of a real server: rewards, OpenRLHF, rubrics, keys, health, limits, auth."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import time
+
+import httpx
+import pytest
+
+from store.db import Store
+from tests.api.conftest import Server, StartServer
+
+
+def wait_in_flight(server: Server, requests: int) -> None:
+    """Block until the server has this many requests in flight (read from /metrics)."""
+    deadline = time.monotonic() + 20
+    with httpx.Client(base_url=server.url) as http:
+        while time.monotonic() < deadline:
+            for line in http.get("/metrics").text.splitlines():
+                if (
+                    line.startswith("arbiter_inflight_requests ")
+                    and float(line.split()[1]) >= requests
+                ):
+                    return
+            time.sleep(0.02)
+    raise AssertionError(f"never saw {requests} request(s) in flight")
+
+
+def sample(i: int, turns: int = 5, group: str | None = None, **extra: object) -> dict[str, object]:
+    row: dict[str, object] = {"id": f"s{i}", "response": "r", "metrics": {"turns": turns}}
+    if group is not None:
+        row["group_id"] = group
+    row.update(extra)
+    return row
+
+
+# -- health -------------------------------------------------------------------
+
+
+def test_health_ready_and_metrics(server: Server) -> None:
+    with server.client(role="") as http:
+        assert http.get("/healthz").json() == {"status": "ok"}
+        ready = http.get("/readyz").json()
+        assert ready["status"] == "ready" and ready["checks"]["store"] == "ok"
+        http.post("/v1/rewards", json={})  # a 401, counted
+        text = http.get("/metrics").text
+    assert 'arbiter_http_requests_total{route="/v1/rewards",status="401"}' in text
+    assert "arbiter_inflight_samples" in text
+
+
+# -- rewards ------------------------------------------------------------------
+
+
+def test_rewards_in_input_order_with_provenance(server: Server) -> None:
+    batch = [sample(i, turns=i) for i in range(20)]
+    with server.client() as http:
+        response = http.post("/v1/rewards", json={"rubric": "efficiency-only", "samples": batch})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert [r["id"] for r in body["rewards"]] == [f"s{i}" for i in range(20)]
+    assert body["rubric"]["name"] == "efficiency-only" and len(body["rubric"]["sha256"]) == 64
+    first = body["rewards"][0]
+    assert first["graders"] == {"efficiency": "1"}
+    assert first["components"]["efficiency"]["score"] == pytest.approx(1.0)
+    assert response.headers["x-request-id"]
+
+
+def test_group_normalization_and_penalties_over_the_batch(server: Server) -> None:
+    batch = [sample(0, 2, "a"), sample(1, 8, "a"), sample(2, 5, "b")]
+    with server.client() as http:
+        body = http.post("/v1/rewards", json={"rubric": "grpo", "samples": batch}).json()
+    assert [r["reward"] for r in body["rewards"]] == pytest.approx([1.0, -1.0, 0.0])
+    assert [r["raw_reward"] for r in body["rewards"]] == pytest.approx([0.8, 0.2, 0.5])
+
+
+def test_deadline_returns_what_finished_and_times_out_the_rest(server: Server) -> None:
+    with server.client() as http:
+        body = http.post(
+            "/v1/rewards", json={"rubric": "slow", "samples": [sample(0)], "deadline_s": 0.1}
+        ).json()
+    reward = body["rewards"][0]
+    assert reward["components"]["nap"]["failure"]["kind"] == "timeout"
+    assert reward["components"]["fast"]["score"] == pytest.approx(0.5)
+    assert reward["reward"] == pytest.approx(0.5)  # renormalized over the component that finished
+
+
+def test_pinned_versions_and_unknown_rubrics(server: Server) -> None:
+    with server.client() as http:
+        listing = http.get("/v1/rubrics").json()
+        sha = next(r["sha256"] for r in listing if r["name"] == "efficiency-only")
+        ok = http.post(
+            "/v1/rewards",
+            json={
+                "rubric": "efficiency-only",
+                "rubric_version": 1,
+                "rubric_sha256": sha,
+                "samples": [sample(0)],
+            },
+        )
+        assert ok.status_code == 200
+        missing = http.post("/v1/rewards", json={"rubric": "nope", "samples": [sample(0)]})
+        assert missing.status_code == 404 and missing.json()["code"] == "rubric_not_found"
+        wrong = http.post(
+            "/v1/rewards", json={"rubric": "efficiency-only", "rubric_version": 9, "samples": []}
+        )
+        assert wrong.status_code == 404 and "no version 9" in wrong.json()["message"]
+
+
+def test_empty_batch_is_fine(server: Server) -> None:
+    with server.client() as http:
+        body = http.post("/v1/rewards", json={"rubric": "efficiency-only", "samples": []}).json()
+    assert body["rewards"] == []
+
+
+@pytest.mark.parametrize(
+    ("payload", "path"),
+    [
+        (
+            {
+                "rubric": "efficiency-only",
+                "samples": [{"id": "a", "response": "r", "metrics": {"turns": False}}],
+            },
+            "samples.0.metrics.turns",
+        ),
+        ({"rubric": "efficiency-only", "samples": [{"id": "a"}]}, "samples.0.response"),
+        ({"rubric": "efficiency-only", "samples": "x"}, "samples"),
+        ({"rubric": "efficiency-only", "samples": [], "deadline_s": -1}, "deadline_s"),
+        ({"rubric": "efficiency-only", "samples": [], "extra": 1}, "extra"),
+    ],
+)
+def test_validation_errors_name_the_field(
+    server: Server, payload: dict[str, object], path: str
+) -> None:
+    with server.client() as http:
+        response = http.post("/v1/rewards", json=payload)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "invalid_request"
+    assert path in [e["path"] for e in body["errors"]]
+
+
+def test_invalid_json_is_a_422_not_a_500(server: Server) -> None:
+    with server.client() as http:
+        response = http.post(
+            "/v1/rewards", content=b"{not json", headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 422 and response.json()["code"] == "invalid_request"
+
+
+def test_idempotency_key_returns_the_stored_response_unchanged(server: Server) -> None:
+    payload = {"rubric": "efficiency-only", "samples": [sample(i) for i in range(5)]}
+    headers = {"Idempotency-Key": "step-17-batch-3"}
+    with server.client() as http:
+        first = http.post("/v1/rewards", json=payload, headers=headers)
+        before = Store(server.db_url).count_rewards()
+        second = http.post("/v1/rewards", json=payload, headers=headers)
+        after = Store(server.db_url).count_rewards()
+        # The key belongs to its client: another key grading the same batch is new work.
+    with server.client("trainer2") as other:
+        third = other.post("/v1/rewards", json=payload, headers=headers)
+    assert first.status_code == second.status_code == 200
+    assert second.content == first.content
+    assert second.headers["idempotent-replayed"] == "true"
+    assert "idempotent-replayed" not in first.headers
+    assert after == before
+    assert third.json()["request_id"] != first.json()["request_id"]
+
+
+# -- auth ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("role", "method", "path", "payload", "status"),
+    [
+        ("", "post", "/v1/rewards", {"rubric": "efficiency-only", "samples": []}, 401),
+        ("reviewer", "post", "/v1/rewards", {"rubric": "efficiency-only", "samples": []}, 403),
+        ("admin", "post", "/v1/rewards", {"rubric": "efficiency-only", "samples": []}, 200),
+        ("trainer", "post", "/v1/keys", {"name": "x", "role": "admin"}, 403),
+        ("trainer", "get", "/v1/keys", None, 403),
+        ("trainer", "post", "/v1/rubrics", {"yaml": "name: x"}, 403),
+        ("reviewer", "get", "/v1/rubrics", None, 200),
+    ],
+)
+def test_roles(
+    server: Server, role: str, method: str, path: str, payload: object, status: int
+) -> None:
+    with server.client(role) as http:
+        response = http.request(method, path, json=payload)
+    assert response.status_code == status, response.text
+    if status >= 400:
+        assert {"code", "message"} <= response.json().keys()
+
+
+def test_unknown_key_and_x_api_key_header(server: Server) -> None:
+    with httpx.Client(base_url=server.url) as http:
+        bad = http.get("/v1/rubrics", headers={"Authorization": "Bearer arb_nope_nope"})
+        good = http.get("/v1/rubrics", headers={"X-API-Key": server.keys["reviewer"]})
+    assert bad.status_code == 401 and bad.json()["code"] == "unauthorized"
+    assert good.status_code == 200
+
+
+def test_keys_are_never_logged(server: Server) -> None:
+    with server.client() as http:
+        http.post("/v1/rewards", json={"rubric": "efficiency-only", "samples": [sample(0)]})
+    log = server.log.read_text()
+    assert all(key not in log for key in server.keys.values())
+    lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+    access = [line for line in lines if line["logger"] == "arbiter.access"]
+    assert access and all("request_id" in line for line in access)
+
+
+def test_key_lifecycle(server: Server) -> None:
+    with server.client("admin") as admin:
+        created = admin.post("/v1/keys", json={"name": "ci", "role": "trainer"})
+        assert created.status_code == 201
+        key = created.json()["key"]
+        assert key not in admin.get("/v1/keys").text
+        with httpx.Client(base_url=server.url, headers={"X-API-Key": key}) as http:
+            assert (
+                http.post(
+                    "/v1/rewards", json={"rubric": "efficiency-only", "samples": []}
+                ).status_code
+                == 200
+            )
+            assert admin.delete(f"/v1/keys/{created.json()['id']}").status_code == 204
+            assert (
+                http.post(
+                    "/v1/rewards", json={"rubric": "efficiency-only", "samples": []}
+                ).status_code
+                == 401
+            )
+
+
+# -- limits -------------------------------------------------------------------
+
+
+def test_body_and_batch_limits_give_413(start_server: StartServer) -> None:
+    small = start_server(max_body_bytes="4096", max_batch_samples="3")
+    with small.client() as http:
+        big_body = http.post(
+            "/v1/rewards",
+            json={"rubric": "efficiency-only", "samples": [sample(0, response="x" * 8000)]},
+        )
+        assert big_body.status_code == 413 and big_body.json()["code"] == "body_too_large"
+        big_batch = http.post(
+            "/v1/rewards",
+            json={"rubric": "efficiency-only", "samples": [sample(i) for i in range(4)]},
+        )
+        assert big_batch.status_code == 413 and big_batch.json()["code"] == "batch_too_large"
+        chunked = http.post(
+            "/v1/rewards",
+            content=iter([b'{"rubric": "efficiency-only", "samples": [', b" " * 5000, b"]}"]),
+            headers={"content-type": "application/json"},
+        )
+        assert chunked.status_code == 413
+
+
+def test_per_key_quota_gives_429_and_does_not_starve_other_keys(start_server: StartServer) -> None:
+    busy = start_server(per_key_max_inflight_requests="1")
+    payload = {"rubric": "slow", "samples": [sample(0)]}
+
+    def post(role: str) -> httpx.Response:
+        with busy.client(role) as http:
+            return http.post("/v1/rewards", json=payload)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        first = pool.submit(post, "trainer")
+        wait_in_flight(busy, 1)  # the first request is now asleep in its grader
+        same_key = pool.submit(post, "trainer")
+        other_key = pool.submit(post, "trainer2")
+        results = first.result(), same_key.result(), other_key.result()
+    assert results[0].status_code == 200
+    assert results[1].status_code == 429
+    assert results[1].json()["code"] == "key_quota" and results[1].headers["retry-after"] == "1"
+    assert results[2].status_code == 200
+
+
+def test_global_bound_gives_429_with_retry_after(start_server: StartServer) -> None:
+    bounded = start_server(max_inflight_samples="2", per_key_max_inflight_requests="10")
+    payload = {"rubric": "slow", "samples": [sample(0), sample(1)]}
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+
+        def post() -> httpx.Response:
+            with bounded.client() as http:
+                return http.post("/v1/rewards", json=payload)
+
+        first = pool.submit(post)
+        wait_in_flight(bounded, 1)
+        second = pool.submit(post)
+        statuses = sorted([first.result().status_code, second.result().status_code])
+        assert statuses == [200, 429]
+        assert second.result().json()["code"] == "server_busy"
+
+
+# -- OpenRLHF -----------------------------------------------------------------
+
+
+def test_openrlhf_exact_shapes(server: Server) -> None:
+    prompts = ["<user>Sort a list</user>", "<user>Reverse a string</user>"]
+    responses = ["def f(x): return sorted(x)", "def g(s): return s[::-1]"]
+    request = {
+        "query": [p + r for p, r in zip(prompts, responses, strict=True)],
+        "prompts": prompts,
+        "labels": ["a", "b"],
+    }
+    with server.client() as http:
+        response = http.post("/get_reward", json=request)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert set(body) == {"rewards", "scores", "extra_logs"}
+    assert len(body["rewards"]) == len(body["scores"]) == 2
+    # OpenRLHF sends no usage metrics: efficiency-only abstains, reported as 0.0 and flagged
+    assert body["rewards"] == [0.0, 0.0] and body["extra_logs"]["abstained"] == [1.0, 1.0]
+
+
+def test_openrlhf_empty_lists(server: Server) -> None:
+    with server.client() as http:
+        response = http.post("/get_reward", json={"query": [], "prompts": [], "labels": []})
+    assert response.status_code == 200
+    assert response.json() == {"rewards": [], "scores": [], "extra_logs": {}}
+
+
+def test_openrlhf_retry_is_answered_from_the_log(server: Server) -> None:
+    request = {"query": ["p: once more"], "prompts": ["p: "], "labels": [None]}
+    with server.client() as http:
+        first = http.post("/get_reward", json=request, params={"rubric": "efficiency-only"})
+        before = Store(server.db_url).count_rewards()
+        retry = http.post("/get_reward", json=request, params={"rubric": "efficiency-only"})
+        after = Store(server.db_url).count_rewards()
+    assert retry.content == first.content
+    assert retry.headers.get("idempotent-replayed") == "true"
+    assert after == before
+
+
+def test_openrlhf_bad_shapes(server: Server) -> None:
+    with server.client() as http:
+        mismatch = http.post("/get_reward", json={"query": ["a", "b"], "prompts": ["a"]})
+        prefix = http.post("/get_reward", json={"query": ["xyz"], "prompts": ["abc"]})
+    assert mismatch.status_code == 422 and prefix.status_code == 422
+    assert "query[0] does not start with prompts[0]" in prefix.json()["message"]
+
+
+# -- rubrics ------------------------------------------------------------------
+
+NEW_RUBRIC = """\
+name: registered
+version: 1
+components:
+  eff: {grader: efficiency, config: {max_turns: 4}}
+"""
+
+
+def test_register_list_and_read_rubrics(server: Server) -> None:
+    with server.client("admin") as admin:
+        created = admin.post("/v1/rubrics", json={"yaml": NEW_RUBRIC})
+        assert created.status_code == 201 and created.json()["created"] is True
+        sha = created.json()["rubric"]["sha256"]
+        again = admin.post("/v1/rubrics", json={"yaml": "# same content\n" + NEW_RUBRIC})
+        assert again.status_code == 200 and again.json()["created"] is False
+        clash = admin.post(
+            "/v1/rubrics", json={"yaml": NEW_RUBRIC.replace("max_turns: 4", "max_turns: 5")}
+        )
+        assert clash.status_code == 409 and clash.json()["code"] == "version_exists"
+        text = admin.get(f"/v1/rubrics/{sha}").json()
+        assert text["text"] == NEW_RUBRIC and text["latest"] is True
+        assert admin.get(f"/v1/rubrics/{'0' * 64}").status_code == 404
+
+
+def test_invalid_rubric_gets_the_cli_errors(server: Server) -> None:
+    bad = NEW_RUBRIC.replace("name: registered", "name: broken").replace("config:", "confg:")
+    with server.client("admin") as admin:
+        response = admin.post("/v1/rubrics", json={"yaml": bad})
+    assert response.status_code == 422
+    body = response.json()
+    assert body["code"] == "invalid_rubric"
+    (issue,) = body["errors"]
+    assert (issue["line"], issue["column"], issue["path"]) == (4, 29, "components.eff.confg")
+    assert "did you mean 'config'?" in issue["message"]
+
+
+def test_rubric_folder_is_watched_and_old_versions_stay_addressable(server: Server) -> None:
+    path = server.rubric_dir / "watched.yaml"
+    path.write_text(NEW_RUBRIC.replace("registered", "watched"))
+
+    def versions() -> dict[int, str]:
+        with server.client() as http:
+            return {
+                r["version"]: r["sha256"]
+                for r in http.get("/v1/rubrics").json()
+                if r["name"] == "watched"
+            }
+
+    deadline = time.monotonic() + 20
+    while 1 not in versions() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    old = versions()[1]
+    path.write_text(NEW_RUBRIC.replace("registered", "watched").replace("version: 1", "version: 2"))
+    while 2 not in versions() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert set(versions()) == {1, 2}
+    with server.client() as http:
+        pinned = http.post(
+            "/v1/rewards", json={"rubric": "watched", "rubric_sha256": old, "samples": [sample(0)]}
+        )
+        latest = http.post("/v1/rewards", json={"rubric": "watched", "samples": [sample(0)]})
+    assert pinned.json()["rubric"]["version"] == 1
+    assert latest.json()["rubric"]["version"] == 2
+
+
+def test_invalid_rubric_file_is_reported_and_skipped(server: Server) -> None:
+    (server.rubric_dir / "broken.yaml").write_text("name: broken\nversion: 1\ncomponents: {}\n")
+    deadline = time.monotonic() + 20
+    with server.client(role="") as http:
+        while time.monotonic() < deadline:
+            checks = http.get("/readyz").json()["checks"]
+            if "invalid_rubric_files" in checks:
+                break
+            time.sleep(0.1)
+    assert "broken.yaml" in checks["invalid_rubric_files"]
