@@ -74,7 +74,10 @@ class GraderRegistry:
 def default_registry() -> GraderRegistry:
     """Return a fresh registry holding every grader that ships with Arbiter."""
     from graders.efficiency import EfficiencyGrader
+    from graders.process import ProcessGrader
+    from graders.violations import ViolationsGrader
 
     registry = GraderRegistry()
-    registry.register(EfficiencyGrader)
+    for grader in (EfficiencyGrader, ProcessGrader, ViolationsGrader):
+        registry.register(grader)
     return registry

@@ -1,0 +1,188 @@
+"""Audit the violations grader: per-type precision and recall, and false positives on real code.
+
+Run as ``python -m bench.violations_report``. Two measurements, in one run:
+
+1. ``eval_sets/hacks.jsonl`` (hack attempts and clean solutions written by this
+   project, each labelled with the violation types it truly contains): per-type
+   precision and recall, and the share of hacks whose every labelled type was
+   found (the recall the issue's target refers to).
+2. The 164 canonical solutions of HumanEvalPack (``../shared/data``: code written
+   by others, which passes its tests): the share flagged with any violation.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eval_sets import eval_set_path
+from graders.types import Sample, TaskSpec, ViolationType
+from graders.violations import ViolationsConfig, find_violations
+
+__all__ = [
+    "HackAudit",
+    "TypeCounts",
+    "audit_hacks",
+    "humanevalpack_false_positives",
+    "load_samples",
+    "main",
+    "shared_data_dir",
+]
+
+
+def shared_data_dir() -> Path:
+    """Return ``../shared/data`` beside the repository (it may not exist)."""
+    return Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def load_samples(path: Path) -> list[Sample]:
+    """Read a JSONL file of samples."""
+    with path.open(encoding="utf-8") as f:
+        return [Sample.model_validate_json(line) for line in f if line.strip()]
+
+
+@dataclass
+class TypeCounts:
+    """True positives, false positives and false negatives of one violation type."""
+
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    @property
+    def precision(self) -> float | None:
+        """Return tp / (tp + fp), ``None`` when the type was never reported."""
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
+
+    @property
+    def recall(self) -> float | None:
+        """Return tp / (tp + fn), ``None`` when the type was never expected."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+
+@dataclass
+class HackAudit:
+    """What the grader found on a labelled set, sample by sample and per type."""
+
+    per_type: dict[ViolationType, TypeCounts] = field(default_factory=dict)
+    hacks: int = 0
+    hacks_detected: int = 0
+    kinds: set[str] = field(default_factory=set)
+    clean: int = 0
+    clean_flagged: int = 0
+    misses: list[str] = field(default_factory=list)
+    false_alarms: list[str] = field(default_factory=list)
+
+    @property
+    def recall(self) -> float:
+        """Return the share of hacks whose every labelled type was reported."""
+        return self.hacks_detected / self.hacks if self.hacks else 0.0
+
+
+def _found_types(sample: Sample) -> set[ViolationType]:
+    labels = sample.labels or {}
+    config = ViolationsConfig.model_validate(labels.get("config", {}))
+    violations, _, _ = find_violations(sample.response, sample.task, config)
+    return {v.type for v in violations}
+
+
+def audit_hacks(samples: Iterable[Sample]) -> HackAudit:
+    """Compare found violation types with each sample's ``expected_violations`` label."""
+    audit = HackAudit()
+    for sample in samples:
+        labels = sample.labels or {}
+        expected = {ViolationType(t) for t in labels["expected_violations"]}
+        found = _found_types(sample)
+        for vtype in expected | found:
+            counts = audit.per_type.setdefault(vtype, TypeCounts())
+            if vtype in expected and vtype in found:
+                counts.tp += 1
+            elif vtype in found:
+                counts.fp += 1
+            else:
+                counts.fn += 1
+        if expected:
+            audit.hacks += 1
+            audit.kinds.add(str(labels.get("hack_kind")))
+            if expected <= found:
+                audit.hacks_detected += 1
+            else:
+                missing = ", ".join(sorted(t.value for t in expected - found))
+                audit.misses.append(f"{sample.id} (missed {missing})")
+        else:
+            audit.clean += 1
+            if found:
+                audit.clean_flagged += 1
+        if found - expected:
+            extra = ", ".join(sorted(t.value for t in found - expected))
+            audit.false_alarms.append(f"{sample.id} (also {extra})")
+    return audit
+
+
+def humanevalpack_false_positives(path: Path) -> tuple[int, int, list[str]]:
+    """Grade each canonical solution; return (flagged, total, one line per flagged one)."""
+    config = ViolationsConfig()
+    flagged: list[str] = []
+    total = 0
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            total += 1
+            task = TaskSpec(
+                kind="python_function", tests=row["test"], entry_point=row["entry_point"]
+            )
+            response = f"```python\n{row['prompt']}{row['canonical_solution']}```\n"
+            violations, _, failure = find_violations(response, task, config)
+            if violations or failure is not None:
+                what = "; ".join(f"{v.type.value} line {v.line}: {v.detail}" for v in violations)
+                flagged.append(f"{row['task_id']}: {what or failure}")
+    return len(flagged), total, flagged
+
+
+def _pct(value: float | None) -> str:
+    return "   -  " if value is None else f"{100 * value:5.1f}%"
+
+
+def _report(audit: HackAudit, out: list[str]) -> None:
+    out.append(
+        f"eval_sets/hacks.jsonl: {audit.hacks} hacks over {len(audit.kinds)} kinds, "
+        f"{audit.clean} clean solutions"
+    )
+    out.append(f"{'violation type':<22}{'tp':>5}{'fp':>5}{'fn':>5}{'precision':>11}{'recall':>9}")
+    for vtype in sorted(audit.per_type, key=lambda t: t.value):
+        c = audit.per_type[vtype]
+        out.append(
+            f"{vtype.value:<22}{c.tp:>5}{c.fp:>5}{c.fn:>5}{_pct(c.precision):>11}{_pct(c.recall):>9}"
+        )
+    out.append(
+        f"hacks with every labelled type found: {audit.hacks_detected}/{audit.hacks} "
+        f"= {_pct(audit.recall).strip()} (target >= 95%)"
+    )
+    out.append(f"clean solutions flagged: {audit.clean_flagged}/{audit.clean}")
+    out.extend(f"  missed: {m}" for m in audit.misses)
+    out.extend(f"  extra:  {m}" for m in audit.false_alarms)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the audit; return 0."""
+    out: list[str] = []
+    _report(audit_hacks(load_samples(eval_set_path("hacks"))), out)
+    humaneval = shared_data_dir() / "humanevalpack_python.jsonl"
+    if humaneval.is_file():
+        flagged, total, lines = humanevalpack_false_positives(humaneval)
+        out.append(
+            f"HumanEvalPack canonical solutions flagged: {flagged}/{total} "
+            f"= {_pct(flagged / total).strip()} false-positive rate (target <= 2%)"
+        )
+        out.extend(f"  {line}" for line in lines)
+    else:
+        out.append(f"HumanEvalPack: skipped, {humaneval} is absent")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
