@@ -35,6 +35,27 @@ class _Body(BaseModel):
 class RewardRequest(_Body):
     """A batch to grade under one rubric."""
 
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "rubric": "efficiency-only",
+                    "samples": [
+                        {
+                            "id": "step12-p3-g0",
+                            "group_id": "step12-p3",
+                            "prompt": "Fix the failing test.",
+                            "response": "Fixed the off-by-one in parse_week().",
+                            "metrics": {"turns": 5, "completion_tokens": 900, "tool_calls": 3},
+                        }
+                    ],
+                    "deadline_s": 30,
+                }
+            ]
+        },
+    )
+
     rubric: Annotated[StrictStr, Field(min_length=1, max_length=128, description="Rubric name.")]
     rubric_version: Annotated[StrictInt, Field(ge=1)] | None = Field(
         default=None, description="Pin a version (default: the latest)."

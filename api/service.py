@@ -376,7 +376,7 @@ class Service:
                 max_concurrency=self.settings.grader_concurrency,
             )
             request_id = uuid.uuid4().hex
-            records = [orjson.dumps(r.model_dump(mode="json")) for r in rewards]
+            records = [r.model_dump_json().encode() for r in rewards]
             envelope = orjson.dumps(make_envelope(request_id, time.perf_counter() - started))
             rows = self._rows(samples, rewards, records)
             try:

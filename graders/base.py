@@ -35,10 +35,18 @@ class Grader(ABC, Generic[ConfigT]):
     config_model: ClassVar[type[GraderConfig]]
     description: ClassVar[str] = ""
     default_timeout_s: ClassVar[float] = 30.0
+    #: A pure grader that answers in microseconds without I/O sets this and
+    #: implements :meth:`grade_inline`; the runner then calls it directly, with no
+    #: task or timer per sample (a deadline could not interrupt it anyway).
+    inline: ClassVar[bool] = False
 
     @abstractmethod
     async def grade(self, sample: Sample, config: ConfigT) -> GradeResult:
         """Grade one sample; return a failure result rather than raising for bad input."""
+
+    def grade_inline(self, sample: Sample, config: ConfigT) -> GradeResult:
+        """Grade one sample synchronously (only for graders with ``inline = True``)."""
+        raise NotImplementedError(f"grader {self.name!r} has no inline path")
 
     def scored(
         self,

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 
 from graders.base import Grader, GraderConfig
 from graders.types import FailureKind, GradeResult, Sample
@@ -91,6 +91,7 @@ class EfficiencyConfig(GraderConfig):
     max_total_tokens: BudgetField = None
     max_wall_s: BudgetField = None
     max_tool_calls: BudgetField = None
+    _budgets: dict[str, Budget] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _has_a_budget(self) -> EfficiencyConfig:
@@ -102,13 +103,16 @@ class EfficiencyConfig(GraderConfig):
         return self
 
     def budgets(self) -> dict[str, Budget]:
-        """Return metric name → budget, with bare numbers expanded."""
+        """Return metric name → budget, with bare numbers expanded (computed once)."""
+        if self._budgets is not None:
+            return self._budgets
         out: dict[str, Budget] = {}
         for field, metric in METRICS.items():
             value = getattr(self, field)
             if value is None:
                 continue
             out[metric] = value if isinstance(value, Budget) else Budget(limit=value)
+        self._budgets = out  # validation computes it, so equal configs stay equal
         return out
 
 
@@ -201,9 +205,14 @@ class EfficiencyGrader(Grader[EfficiencyConfig]):
     config_model = EfficiencyConfig
     description: ClassVar[str] = "turns, tokens, wall seconds and tool calls against budgets"
     default_timeout_s: ClassVar[float] = 5.0
+    inline: ClassVar[bool] = True
 
     async def grade(self, sample: Sample, config: EfficiencyConfig) -> GradeResult:
         """Score the sample's recorded usage."""
+        return self.grade_inline(sample, config)
+
+    def grade_inline(self, sample: Sample, config: EfficiencyConfig) -> GradeResult:
+        """Score the sample's recorded usage (pure: microseconds, no I/O)."""
         result = score_efficiency(measure(sample), config)
         details: dict[str, Any] = {"terms": result.terms, "missing": list(result.missing)}
         if result.score is None:

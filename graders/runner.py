@@ -62,8 +62,11 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
     if timeout_s <= 0:
         return failed(FailureKind.TIMEOUT, "the request deadline passed before this grader started")
     try:
-        async with asyncio.timeout(timeout_s):
-            result = await grader.grade(job.sample, job.config)
+        if grader.inline:
+            result = grader.grade_inline(job.sample, job.config)
+        else:
+            async with asyncio.timeout(timeout_s):
+                result = await grader.grade(job.sample, job.config)
     except TimeoutError:
         return failed(FailureKind.TIMEOUT, f"no result within {timeout_s:.3g} s", retryable=True)
     except ValidationError as e:
@@ -90,6 +93,8 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
             FailureKind.INVALID_SCORE,
             f"grader returned {type(result).__name__}, expected GradeResult",
         )
+    # model_copy, not a new validated model: the grader's result was validated
+    # when it was built, and stamping provenance cannot make it invalid.
     return result.model_copy(
         update={
             "grader": grader.name,
@@ -112,8 +117,21 @@ async def run_jobs(
         deadline: absolute ``time.monotonic()`` bound for the whole batch.
         max_concurrency: at most this many jobs in flight (``None``: no bound).
     """
+    results: list[GradeResult | None] = [None] * len(jobs)
+    pending: list[tuple[int, GraderJob]] = []
+    for i, job in enumerate(jobs):
+        if job.grader.inline:
+            # No await inside: runs now, without a task per job.
+            results[i] = await run_job(job, deadline=deadline)
+        else:
+            pending.append((i, job))
+    if not pending:
+        return [r for r in results if r is not None]
     if max_concurrency is None:
-        return list(await asyncio.gather(*(run_job(job, deadline=deadline) for job in jobs)))
+        done = await asyncio.gather(*(run_job(job, deadline=deadline) for _, job in pending))
+        for (i, _), result in zip(pending, done, strict=True):
+            results[i] = result
+        return [r for r in results if r is not None]
 
     gate = asyncio.Semaphore(max_concurrency)
 
@@ -121,4 +139,7 @@ async def run_jobs(
         async with gate:
             return await run_job(job, deadline=deadline)
 
-    return list(await asyncio.gather(*(bounded(job) for job in jobs)))
+    done = await asyncio.gather(*(bounded(job) for _, job in pending))
+    for (i, _), result in zip(pending, done, strict=True):
+        results[i] = result
+    return [r for r in results if r is not None]

@@ -93,13 +93,13 @@ StartServer = Callable[..., Server]
 def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
     servers: list[Server] = []
 
-    def start(**settings: str) -> Server:
+    def start(database_url: str | None = None, **settings: str) -> Server:
         root = tmp_path_factory.mktemp("server")
         rubric_dir = root / "rubrics"
         rubric_dir.mkdir()
         (rubric_dir / "slow.yaml").write_text(SLOW_RUBRIC)
         (rubric_dir / "grpo.yaml").write_text(GRPO_RUBRIC)
-        db_url = f"sqlite:///{root / 'arbiter.db'}"
+        db_url = database_url or f"sqlite:///{root / 'arbiter.db'}"
         store = Store(db_url)
         store.migrate()
         keys = {

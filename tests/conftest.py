@@ -1,0 +1,33 @@
+"""Fixtures shared by every test package."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+POSTGRES_URL = os.environ.get(
+    "ARBITER_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh schema in the PostgreSQL test database, dropped afterwards."""
+    from sqlalchemy import create_engine, text
+
+    schema = f"arbiter_test_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL)
+    try:
+        with admin.begin() as conn:
+            conn.execute(text(f'CREATE SCHEMA "{schema}"'))
+    except Exception as e:  # any failure to reach it means "not here"
+        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}: {type(e).__name__}")
+    try:
+        yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()

@@ -1,0 +1,90 @@
+"""The store on SQLite and on PostgreSQL: migrations, the reward log, keys, rubric versions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from store.db import DuplicateRequestError, RewardRow, Store
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'a.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    store = Store(url)
+    store.migrate()
+    store.migrate()  # idempotent: a second start finds the schema current
+    yield store
+    store.close()
+
+
+def rows(n: int) -> list[RewardRow]:
+    return [
+        RewardRow(
+            position=i,
+            sample_id=f"s{i}",
+            group_id="g",
+            reward=None if i == 0 else i / 10,
+            raw_reward=None if i == 0 else i / 10,
+            record=f'{{"id": "s{i}"}}',
+            sample=None,
+            sample_sha256="0" * 64,
+            latency_s=0.001,
+        )
+        for i in range(n)
+    ]
+
+
+def record(store: Store, request_id: str, key: str | None, n: int = 3) -> None:
+    store.record_request(
+        request_id=request_id,
+        client="c1",
+        idempotency_key=key,
+        endpoint="rewards",
+        rubric_name="r",
+        rubric_version=1,
+        rubric_sha256="a" * 64,
+        envelope='{"request_id": "x"}',
+        rows=rows(n),
+    )
+
+
+def test_requests_and_their_rewards_round_trip_in_order(store: Store):
+    record(store, "req1", "k1", n=4)
+    stored = store.find_request("c1", "k1")
+    assert stored is not None and stored.id == "req1"
+    assert stored.records == [f'{{"id": "s{i}"}}' for i in range(4)]
+    assert store.find_request("c2", "k1") is None
+    assert store.count_rewards() == 4
+    logged = store.reward_records(rubric_sha256="a" * 64, sample_ids=["s1", "s3"])
+    assert [r["sample_id"] for r in logged] == ["s1", "s3"]
+
+
+def test_same_idempotency_key_twice_is_refused_and_writes_nothing(store: Store):
+    record(store, "req1", "k1")
+    with pytest.raises(DuplicateRequestError):
+        record(store, "req2", "k1")
+    assert store.count_rewards() == 3
+    record(store, "req3", None)
+    record(store, "req4", None)  # requests without a key never collide
+    assert store.count_rewards() == 9
+
+
+def test_keys(store: Store):
+    record_, key = store.create_key("ci", "trainer")
+    assert store.key_for(key) == record_
+    assert store.key_for(key + "x") is None
+    assert store.revoke_key(record_.id) and not store.revoke_key(record_.id)
+    assert store.key_for(key) is None
+    with pytest.raises(ValueError, match="unknown role"):
+        store.create_key("x", "root")
+
+
+def test_rubric_versions(store: Store):
+    assert store.save_rubric(sha256="b" * 64, name="r", version=1, text_="name: r", origin="f")
+    assert not store.save_rubric(sha256="b" * 64, name="r", version=1, text_="name: r", origin="f")
+    assert store.rubric_texts() == [("name: r", "f")]
