@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 BATCH = 256
 CONNECTIONS = 8
@@ -85,9 +86,11 @@ def client_main(url: str, key: str, n: int, out: str) -> None:
             await asyncio.gather(*(worker() for _ in range(CONNECTIONS)))
             return time.perf_counter() - started
 
+    cpu_before = time.process_time()
     elapsed = asyncio.run(go())
+    cpu = time.process_time() - cpu_before
     Path(out).write_text(
-        json.dumps({"elapsed_s": elapsed, "latencies": latencies, "errors": errors})
+        json.dumps({"elapsed_s": elapsed, "latencies": latencies, "errors": errors, "cpu_s": cpu})
     )
 
 
@@ -119,8 +122,22 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def through_http(n: int, workdir: Path) -> tuple[float, list[float], int, int]:
-    """Return (samples/s, request latencies, errors, rewards logged) through a real server."""
+def _cpu_seconds(pid: int) -> float:
+    """Return user+system CPU seconds of a process and its children so far (Linux)."""
+    total = 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    pids = [pid]
+    children = Path(f"/proc/{pid}/task/{pid}/children")
+    if children.exists():
+        pids += [int(p) for p in children.read_text().split()]
+    for p in pids:
+        fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+def through_http(n: int, workdir: Path, workers: int) -> dict[str, Any]:
+    """Run the load against a real server; return rate, latencies, errors, CPU and rows logged."""
     from store.db import Store
 
     db_url = f"sqlite:///{workdir / 'bench.db'}"
@@ -156,13 +173,16 @@ def through_http(n: int, workdir: Path) -> tuple[float, list[float], int, int]:
         subprocess.run(
             [sys.executable, "-m", "bench.api", "--client", url, key, str(n), str(out)], check=True
         )
-        result = json.loads(out.read_text())
+        result: dict[str, Any] = json.loads(out.read_text())
         logged = store.count_rewards()
+        result["server_cpu_s"] = _cpu_seconds(server.pid)
     finally:
         server.terminate()
         server.wait(timeout=30)
         store.close()
-    return n * BATCH / result["elapsed_s"], result["latencies"], result["errors"], logged
+    result["rate"] = n * BATCH / result["elapsed_s"]
+    result["logged"] = logged
+    return result
 
 
 def main() -> None:
@@ -172,6 +192,7 @@ def main() -> None:
         "--requests", type=int, default=120, help="Requests of 256 samples per run."
     )
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=1, help="Server worker processes.")
     parser.add_argument(
         "--client", nargs=4, metavar=("URL", "KEY", "N", "OUT"), help=argparse.SUPPRESS
     )
@@ -184,16 +205,20 @@ def main() -> None:
     http_rates, floor_rates, p50s, p99s = [], [], [], []
     for run in range(args.runs):
         with tempfile.TemporaryDirectory() as tmp:
-            rate, latencies, errors, logged = through_http(args.requests, Path(tmp))
+            result = through_http(args.requests, Path(tmp), args.workers)
+        rate, latencies = result["rate"], sorted(result["latencies"])
+        errors, logged = result["errors"], result["logged"]
+        per_server_cpu = args.requests * BATCH / result["server_cpu_s"]
         floor = in_process(args.requests)
-        latencies.sort()
         p50 = statistics.median(latencies)
         p99 = latencies[min(len(latencies) - 1, int(0.99 * len(latencies)))]
         expected = args.requests * BATCH
         print(
             f"run {run + 1}: http {rate:,.0f} samples/s "
             f"(p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms, {errors} errors, "
-            f"{logged}/{expected} logged); in-process {floor:,.0f} samples/s"
+            f"{logged}/{expected} logged; server CPU {result['server_cpu_s']:.1f} s = "
+            f"{per_server_cpu:,.0f} samples per CPU-second, client CPU {result['cpu_s']:.1f} s); "
+            f"in-process {floor:,.0f} samples/s"
         )
         if errors or logged != expected:
             raise SystemExit("lost or failed requests: the figures above are not valid")

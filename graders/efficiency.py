@@ -144,34 +144,37 @@ def score_efficiency(
     """Score measured usage against the config's budgets (pure)."""
     terms: dict[str, dict[str, Any]] = {}
     missing: list[str] = []
+    weighted = 0.0
+    total_weight = 0.0
+    scores: list[float] = []
     for metric, budget in config.budgets().items():
         used = usage.get(metric)
         if used is None:
             missing.append(metric)
             continue
         shape = budget.shape or config.shape
-        rate = budget.rate or config.rate
+        score = shape_score(used, budget, shape, budget.rate or config.rate)
         terms[metric] = {
             "usage": used,
             "limit": budget.limit,
             "target": budget.target,
             "shape": shape,
             "weight": budget.weight,
-            "score": shape_score(used, budget, shape, rate),
+            "score": score,
         }
+        scores.append(score)
+        weighted += budget.weight * score
+        total_weight += budget.weight
     if not terms or (missing and config.missing_metric == "fail"):
         return EfficiencyScore(None, terms, tuple(missing))
-    scores = [t["score"] for t in terms.values()]
     if config.combine == "min":
-        score = min(scores)
+        combined = min(scores)
     elif config.combine == "product":
-        score = math.prod(scores)
+        combined = math.prod(scores)
     else:
-        weights = [t["weight"] for t in terms.values()]
-        total = sum(weights)
         # Every present budget may carry weight 0 when another, missing one held it all.
-        score = sum(w * s for w, s in zip(weights, scores, strict=True)) / total if total else 1.0
-    return EfficiencyScore(min(1.0, max(0.0, score)), terms, tuple(missing))
+        combined = weighted / total_weight if total_weight else 1.0
+    return EfficiencyScore(min(1.0, max(0.0, combined)), terms, tuple(missing))
 
 
 def measure(sample: Sample) -> dict[str, float | None]:

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from graders.base import Grader, GraderConfig
 from graders.types import FailureKind, GradeResult, Sample
 
-__all__ = ["GraderJob", "run_job", "run_jobs"]
+__all__ = ["GraderJob", "run_inline", "run_job", "run_jobs"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,12 +61,11 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
 
     if timeout_s <= 0:
         return failed(FailureKind.TIMEOUT, "the request deadline passed before this grader started")
+    if grader.inline:
+        return run_inline(job, deadline=deadline)
     try:
-        if grader.inline:
-            result = grader.grade_inline(job.sample, job.config)
-        else:
-            async with asyncio.timeout(timeout_s):
-                result = await grader.grade(job.sample, job.config)
+        async with asyncio.timeout(timeout_s):
+            result = await grader.grade(job.sample, job.config)
     except TimeoutError:
         return failed(FailureKind.TIMEOUT, f"no result within {timeout_s:.3g} s", retryable=True)
     except ValidationError as e:
@@ -104,6 +103,48 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
     )
 
 
+def run_inline(job: GraderJob, *, deadline: float | None = None) -> GradeResult:
+    """Grade a job of an inline grader now, without a task or a timer (see ``Grader.inline``)."""
+    grader = job.grader
+    started = time.perf_counter()
+    if deadline is not None and deadline <= time.monotonic():
+        return GradeResult.failed(
+            grader.name,
+            FailureKind.TIMEOUT,
+            "the request deadline passed before this grader started",
+            grader_version=grader.version,
+        )
+    try:
+        result = grader.grade_inline(job.sample, job.config)
+    except Exception as e:
+        logger.warning(
+            "grader %s raised on sample %s (component %s)",
+            grader.name,
+            job.sample.id,
+            job.component,
+            exc_info=True,
+        )
+        kind = (
+            FailureKind.INVALID_SCORE
+            if isinstance(e, ValidationError)
+            else FailureKind.GRADER_ERROR
+        )
+        return GradeResult.failed(
+            grader.name,
+            kind,
+            f"{type(e).__name__}: {e}",
+            grader_version=grader.version,
+            latency_s=time.perf_counter() - started,
+        )
+    return result.model_copy(
+        update={
+            "grader": grader.name,
+            "grader_version": grader.version,
+            "latency_s": time.perf_counter() - started,
+        }
+    )
+
+
 async def run_jobs(
     jobs: Sequence[GraderJob],
     *,
@@ -121,8 +162,7 @@ async def run_jobs(
     pending: list[tuple[int, GraderJob]] = []
     for i, job in enumerate(jobs):
         if job.grader.inline:
-            # No await inside: runs now, without a task per job.
-            results[i] = await run_job(job, deadline=deadline)
+            results[i] = run_inline(job, deadline=deadline)
         else:
             pending.append((i, job))
     if not pending:

@@ -163,6 +163,8 @@ def _value(
 def _penalties(rubric: Rubric, results: Mapping[str, GradeResult]) -> list[AppliedPenalty]:
     # Two graders may report the same evidence (the violations grader merges
     # what the sandbox saw): count each distinct piece of evidence once.
+    if not rubric.penalties:
+        return []
     seen: dict[ViolationType, set[tuple[object, ...]]] = defaultdict(set)
     for result in results.values():
         for v in result.violations:

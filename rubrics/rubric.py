@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -81,7 +82,7 @@ class Rubric:
         """The rubric's version."""
         return self.spec.version
 
-    @property
+    @cached_property
     def identity(self) -> RubricIdentity:
         """Name, version and sha256 together."""
         return RubricIdentity(name=self.name, version=self.version, sha256=self.sha256)

@@ -142,3 +142,41 @@ def test_max_concurrency_bounds_jobs_in_flight():
     ]
     results = asyncio.run(run_jobs(jobs, max_concurrency=3))
     assert len(results) == 20 and peak == 3
+
+
+class InlineScripted(Scripted):
+    """A pure grader taking the inline path: no task, no timer."""
+
+    inline: ClassVar[bool] = True
+
+    def grade_inline(self, sample: Sample, config: Behaviour) -> GradeResult:
+        if config.mode == "raise":
+            raise ValueError("bad metric")
+        if config.mode == "garbage":
+            return GradeResult(grader="x", score=-1.0)
+        return self.scored(float(sample.id) / 10)
+
+
+@pytest.mark.parametrize(
+    ("mode", "score", "kind"),
+    [
+        ("ok", 0.5, None),
+        ("raise", None, FailureKind.GRADER_ERROR),
+        ("garbage", None, FailureKind.INVALID_SCORE),
+    ],
+)
+def test_inline_graders_fail_the_same_way(mode, score, kind):
+    job = GraderJob(Sample(id="5", response="r"), "c", InlineScripted(), Behaviour(mode=mode), 5.0)
+    (result,) = asyncio.run(run_jobs([job]))
+    assert result.score == score
+    assert (result.failure.kind if result.failure else None) == kind
+    assert result.grader_version == "7"
+
+
+def test_inline_and_async_jobs_keep_their_order():
+    jobs = [
+        GraderJob(Sample(id="1", response="r"), "c", InlineScripted(), Behaviour(), 5.0),
+        job("2", delay_s=0.01),
+        GraderJob(Sample(id="3", response="r"), "c", InlineScripted(), Behaviour(), 5.0),
+    ]
+    assert [r.score for r in asyncio.run(run_jobs(jobs, max_concurrency=2))] == [0.1, 0.2, 0.3]
