@@ -74,8 +74,8 @@ def extract_code(response: str, *, which: Literal["all", "last"] = "all") -> Ext
         return None
     try:
         ast.parse(response)
-    except SyntaxError:
-        return None
-    except ValueError:  # source code string cannot contain null bytes
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # ValueError: null bytes; RecursionError/MemoryError: absurd nesting. None of
+        # them is a program this grader can run; the caller reports no_code.
         return None
     return ExtractedCode(response if response.endswith("\n") else response + "\n", "raw", 0)

@@ -73,11 +73,19 @@ class GraderRegistry:
 
 def default_registry() -> GraderRegistry:
     """Return a fresh registry holding every grader that ships with Arbiter."""
+    from graders.complexity import ComplexityGrader
     from graders.efficiency import EfficiencyGrader
     from graders.process import ProcessGrader
+    from graders.security import SecurityGrader
     from graders.violations import ViolationsGrader
 
     registry = GraderRegistry()
-    for grader in (EfficiencyGrader, ProcessGrader, ViolationsGrader):
+    for grader in (
+        ComplexityGrader,
+        EfficiencyGrader,
+        ProcessGrader,
+        SecurityGrader,
+        ViolationsGrader,
+    ):
         registry.register(grader)
     return registry

@@ -1,0 +1,466 @@
+"""Complexity: radon's metrics on the response's code, in-process, shaped into a score.
+
+One ``ast.parse`` feeds radon's complexity and Halstead visitors, and one pass of
+radon's raw tokenizer counts lines; the maintainability index is computed from
+those exactly as ``radon.metrics.mi_visit`` does (a test checks it to the last
+bit), without parsing the code a second time.
+
+The blocks whose cyclomatic complexity is scored are every function, method and
+closure (radon leaves a closure's complexity out of its parent's, so a policy
+could otherwise hide branches in one), plus the module's top-level code as one
+block named ``<module>`` when it has a decision point or there is no function
+at all. Radon does not see classes defined inside functions; neither does this.
+
+Each scored metric becomes a term in [0, 1] through a :class:`Curve`: 1 while the
+metric is at or better than ``ok``; beyond it, with ``d`` the distance from
+``ok`` as a fraction of the span to ``worst``,
+
+* ``linear``: ``max(0, 1 - d)`` (0 at ``worst``),
+* ``exponential``: ``exp(-rate * d)`` (``exp(-rate)`` at ``worst``, never 0),
+* ``step``: 0.
+
+``worst`` may lie above ``ok`` (higher is worse: complexity) or below it (lower
+is worse: the maintainability index). The terms combine by weighted mean,
+minimum or product.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, field_validator, model_validator
+from radon.complexity import add_inner_blocks, cc_rank  # type: ignore[import-untyped]
+from radon.metrics import h_visit_ast, mi_compute, mi_rank  # type: ignore[import-untyped]
+from radon.raw import analyze as raw_analyze  # type: ignore[import-untyped]
+from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-untyped]
+
+from graders.base import Grader, GraderConfig
+from graders.code import extract_code
+from graders.static_analysis import AnalysisUnavailableError, StaticAnalyzer, shared_pool
+from graders.types import FailureKind, GradeResult, Sample
+
+__all__ = [
+    "Block",
+    "ComplexityConfig",
+    "ComplexityGrader",
+    "ComplexityMetrics",
+    "ComplexityScore",
+    "Curve",
+    "RadonOptions",
+    "curve_score",
+    "longest_statement_lines",
+    "measure_complexity",
+    "score_complexity",
+]
+
+Shape = Literal["linear", "exponential", "step"]
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+
+_HALSTEAD_FIELDS = (
+    "h1",
+    "h2",
+    "N1",
+    "N2",
+    "vocabulary",
+    "length",
+    "calculated_length",
+    "volume",
+    "difficulty",
+    "effort",
+    "time",
+    "bugs",
+)
+_TOO_DEEP = "the code is nested too deeply for Python's parser or radon's visitors"
+_RAW_FIELDS = ("loc", "lloc", "sloc", "comments", "multi", "blank", "single_comments")
+
+
+@dataclass(frozen=True, slots=True)
+class RadonOptions:
+    """What changes radon's numbers (part of the cache key)."""
+
+    count_asserts: bool = True
+    mi_count_multi: bool = True
+    max_statement_lines: int = 500
+
+
+def longest_statement_lines(tree: ast.AST) -> int:
+    """Return the most physical lines one logical line of ``tree`` spans.
+
+    A simple statement counts whole; a compound one (def, if, with, ...) only up
+    to where its body starts, since its body is made of other statements.
+    """
+    longest = 1
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Match):
+            span = node.cases[0].pattern.lineno - node.lineno if node.cases else 1
+        elif isinstance(body, list) and body:
+            span = body[0].lineno - node.lineno
+        else:
+            span = (node.end_lineno or node.lineno) - node.lineno + 1
+        longest = max(longest, span)
+    return longest
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One scored block: a function, method, closure, or the module's top level."""
+
+    name: str
+    kind: Literal["function", "method", "module"]
+    line: int
+    end_line: int
+    complexity: int
+
+    def as_detail(self) -> dict[str, Any]:
+        """Return the JSON-ready form put in ``details``."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "line": self.line,
+            "end_line": self.end_line,
+            "complexity": self.complexity,
+            "rank": cc_rank(self.complexity),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ComplexityMetrics:
+    """radon's metrics for one piece of code; plain data, cached and sent across processes."""
+
+    module_complexity: int = 0
+    total_complexity: int = 0
+    blocks: tuple[Block, ...] = ()
+    maintainability_index: float = 100.0
+    halstead: tuple[tuple[str, float], ...] = ()
+    halstead_functions: tuple[tuple[str, tuple[tuple[str, float], ...]], ...] = ()
+    raw: tuple[tuple[str, int], ...] = ()
+    syntax_error: str | None = None
+    unanalysable: str | None = None
+
+    @property
+    def max_cyclomatic(self) -> int:
+        """The highest complexity of any scored block."""
+        return max((b.complexity for b in self.blocks), default=1)
+
+    @property
+    def mean_cyclomatic(self) -> float:
+        """The mean complexity of the scored blocks."""
+        if not self.blocks:
+            return 1.0
+        return sum(b.complexity for b in self.blocks) / len(self.blocks)
+
+    def value(self, metric: str) -> float:
+        """Return the value of a scorable metric by its config name."""
+        if metric == "max_cyclomatic":
+            return float(self.max_cyclomatic)
+        if metric == "mean_cyclomatic":
+            return self.mean_cyclomatic
+        if metric == "maintainability":
+            return self.maintainability_index
+        if metric == "lloc":
+            return float(dict(self.raw)["lloc"])
+        if metric.startswith("halstead_"):
+            return float(dict(self.halstead)[metric.removeprefix("halstead_")])
+        raise KeyError(metric)
+
+
+def _blocks(visitor: Any) -> tuple[Block, ...]:
+    blocks: list[Block] = []
+    for b in add_inner_blocks(visitor.blocks):
+        if not isinstance(b, Function):
+            continue  # a class's complexity is the sum of its methods': not a unit
+        blocks.append(
+            Block(
+                name=b.fullname,
+                kind="method" if b.is_method else "function",
+                line=b.lineno,
+                end_line=b.endline,
+                complexity=b.complexity,
+            )
+        )
+    blocks.sort(key=lambda b: (b.line, b.name))
+    if not blocks or visitor.complexity > 1:
+        end = visitor.max_line if math.isfinite(visitor.max_line) else 0
+        blocks.insert(0, Block("<module>", "module", 1, int(end), visitor.complexity))
+    return tuple(blocks)
+
+
+def _halstead(report: Any) -> tuple[tuple[str, float], ...]:
+    return tuple((name, float(getattr(report, name))) for name in _HALSTEAD_FIELDS)
+
+
+def measure_complexity(code: str, options: RadonOptions) -> ComplexityMetrics:
+    """Compute radon's metrics for ``code`` in this process (pure).
+
+    A syntax error is part of the returned metrics, not an exception, so that it
+    is cached and crosses process boundaries like any other result.
+    """
+    try:
+        with warnings.catch_warnings():
+            # A SyntaxWarning turned into an error (python -W error) would make
+            # valid code a syntax error; the model's invalid escapes are not ours.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(code)
+    except SyntaxError as e:
+        return ComplexityMetrics(syntax_error=f"line {e.lineno}: {e.msg}")
+    except ValueError as e:  # "source code string cannot contain null bytes"
+        return ComplexityMetrics(syntax_error=str(e))
+    except RecursionError:
+        return ComplexityMetrics(unanalysable=_TOO_DEEP)
+    # radon's raw line counter re-tokenizes a logical line once per physical line
+    # it spans: quadratic. One 7,000-line literal (bandit's long_set.py example)
+    # took ~3 minutes; 500 lines take ~0.7 s.
+    span = longest_statement_lines(tree)
+    if span > options.max_statement_lines:
+        return ComplexityMetrics(
+            unanalysable=f"one statement spans {span} lines, more than "
+            f"{options.max_statement_lines}: radon's line counting is quadratic in that"
+        )
+    try:
+        cc = ComplexityVisitor.from_ast(tree, no_assert=not options.count_asserts)
+        # The MI is radon's, whatever the assert setting: it always counts asserts.
+        mi_cc = cc if options.count_asserts else ComplexityVisitor.from_ast(tree)
+        halstead = h_visit_ast(tree)
+        raw = raw_analyze(code)
+    except RecursionError:
+        return ComplexityMetrics(unanalysable=_TOO_DEEP)
+    # The same arithmetic, in the same order, as radon.metrics.mi_parameters.
+    comment_lines = raw.comments + (raw.multi if options.mi_count_multi else 0)
+    comments_pct = comment_lines / float(raw.sloc) * 100 if raw.sloc != 0 else 0
+    mi = mi_compute(halstead.total.volume, mi_cc.total_complexity, raw.lloc, comments_pct)
+    return ComplexityMetrics(
+        module_complexity=int(cc.complexity),
+        total_complexity=int(cc.total_complexity),
+        blocks=_blocks(cc),
+        maintainability_index=float(mi),
+        halstead=_halstead(halstead.total),
+        halstead_functions=tuple((name, _halstead(r)) for name, r in halstead.functions),
+        raw=tuple((name, int(getattr(raw, name))) for name in _RAW_FIELDS),
+    )
+
+
+class Curve(GraderConfig):
+    """How one metric maps to [0, 1]: full marks at ``ok``, falling towards ``worst``."""
+
+    ok: Finite
+    worst: Finite
+    shape: Shape | None = Field(default=None, description="Overrides the grader-wide shape.")
+    rate: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    weight: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1.0
+
+    @model_validator(mode="after")
+    def _span(self) -> Curve:
+        if self.ok == self.worst:
+            raise ValueError(f"ok and worst must differ (both {self.ok:g})")
+        return self
+
+
+def curve_score(value: float, curve: Curve, shape: Shape, rate: float) -> float:
+    """Map one metric's value to [0, 1] under ``shape`` (pure)."""
+    d = (value - curve.ok) / (curve.worst - curve.ok)
+    if d <= 0:
+        return 1.0
+    if shape == "step":
+        return 0.0
+    if shape == "linear":
+        return max(0.0, 1.0 - d)
+    return math.exp(-rate * d)
+
+
+_HALSTEAD_METRICS = ("halstead_difficulty", "halstead_effort", "halstead_bugs", "halstead_volume")
+
+
+def _bare(value: Any, *, higher_is_worse: bool) -> Any:
+    """Expand a bare number: ``N`` means ``{ok: N, worst: 3N}`` (or ``worst: 0`` for the MI)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {"ok": value, "worst": 3 * value if higher_is_worse else 0.0}
+    return value
+
+
+class ComplexityConfig(GraderConfig):
+    """Configuration of the radon grader: one optional curve per scorable metric."""
+
+    max_cyclomatic: Curve | None = Field(
+        default_factory=lambda: Curve(ok=10, worst=30),
+        description="Highest block complexity; a bare N means {ok: N, worst: 3N}.",
+    )
+    mean_cyclomatic: Curve | None = Field(
+        default_factory=lambda: Curve(ok=5, worst=15),
+        description="Mean block complexity; a bare N means {ok: N, worst: 3N}.",
+    )
+    maintainability: Curve | None = Field(
+        default_factory=lambda: Curve(ok=20, worst=0),
+        description="Maintainability index (0-100, radon ranks >19 as A); "
+        "a bare N means {ok: N, worst: 0}.",
+    )
+    lloc: Curve | None = Field(default=None, description="Logical lines of code.")
+    halstead_difficulty: Curve | None = None
+    halstead_effort: Curve | None = None
+    halstead_bugs: Curve | None = None
+    halstead_volume: Curve | None = None
+    shape: Shape = "linear"
+    rate: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        default=3.0, description="Exponential shape: the term is exp(-rate) at worst."
+    )
+    combine: Literal["mean", "min", "product"] = "mean"
+    count_asserts: bool = Field(
+        default=True, description="An assert is a decision point (radon's default)."
+    )
+    mi_count_multi: bool = Field(
+        default=True, description="Multi-line strings count as comments in the MI (radon mi's)."
+    )
+    max_statement_lines: Annotated[int, Field(ge=1)] = Field(
+        default=500,
+        description="Longer single statements are not analysed (grader_error): radon's "
+        "time grows with the square of a statement's length.",
+    )
+    include_halstead: bool = Field(default=False, description="Halstead metrics in details.")
+    include_raw: bool = Field(default=True, description="Raw line counts in details.")
+    code_block: Literal["all", "last"] = "all"
+    max_listed_blocks: Annotated[int, Field(ge=0)] = 100
+
+    @field_validator("max_cyclomatic", "mean_cyclomatic", "lloc", *_HALSTEAD_METRICS, mode="before")
+    @classmethod
+    def _bare_higher_is_worse(cls, v: Any) -> Any:
+        return _bare(v, higher_is_worse=True)
+
+    @field_validator("maintainability", mode="before")
+    @classmethod
+    def _bare_lower_is_worse(cls, v: Any) -> Any:
+        return _bare(v, higher_is_worse=False)
+
+    @model_validator(mode="after")
+    def _has_a_curve(self) -> ComplexityConfig:
+        curves = self.curves()
+        if not curves:
+            raise ValueError("set at least one metric's curve")
+        if self.combine == "mean" and sum(c.weight for c in curves.values()) <= 0:
+            raise ValueError("curve weights must not all be 0 when combine is 'mean'")
+        return self
+
+    def curves(self) -> dict[str, Curve]:
+        """Return metric name -> curve, for the metrics that are scored."""
+        names = ("max_cyclomatic", "mean_cyclomatic", "maintainability", "lloc", *_HALSTEAD_METRICS)
+        return {n: c for n in names if (c := getattr(self, n)) is not None}
+
+    def options(self) -> RadonOptions:
+        """Return the part of this config that changes radon's numbers (the cache key)."""
+        return RadonOptions(self.count_asserts, self.mi_count_multi, self.max_statement_lines)
+
+
+@dataclass(frozen=True, slots=True)
+class ComplexityScore:
+    """The combined score and each metric's term."""
+
+    score: float
+    terms: dict[str, dict[str, Any]]
+
+
+def score_complexity(metrics: ComplexityMetrics, config: ComplexityConfig) -> ComplexityScore:
+    """Score radon's metrics against the config's curves (pure)."""
+    terms: dict[str, dict[str, Any]] = {}
+    for metric, curve in config.curves().items():
+        value = metrics.value(metric)
+        shape = curve.shape or config.shape
+        terms[metric] = {
+            "value": value,
+            "ok": curve.ok,
+            "worst": curve.worst,
+            "shape": shape,
+            "weight": curve.weight,
+            "score": curve_score(value, curve, shape, curve.rate or config.rate),
+        }
+    scores = [t["score"] for t in terms.values()]
+    if config.combine == "min":
+        score = min(scores)
+    elif config.combine == "product":
+        score = math.prod(scores)
+    else:
+        weights = [t["weight"] for t in terms.values()]
+        score = sum(w * s for w, s in zip(weights, scores, strict=True)) / sum(weights)
+    return ComplexityScore(min(1.0, max(0.0, score)), terms)
+
+
+def _details(
+    metrics: ComplexityMetrics, result: ComplexityScore, config: ComplexityConfig
+) -> dict[str, Any]:
+    details: dict[str, Any] = {
+        "cyclomatic": {
+            "max": metrics.max_cyclomatic,
+            "mean": metrics.mean_cyclomatic,
+            "module": metrics.module_complexity,
+            "total": metrics.total_complexity,
+            "blocks": [b.as_detail() for b in metrics.blocks[: config.max_listed_blocks]],
+            "blocks_total": len(metrics.blocks),
+        },
+        "maintainability": {
+            "index": metrics.maintainability_index,
+            "rank": mi_rank(metrics.maintainability_index),
+        },
+        "terms": result.terms,
+    }
+    if config.include_raw:
+        details["raw"] = dict(metrics.raw)
+    if config.include_halstead:
+        details["halstead"] = {
+            "total": dict(metrics.halstead),
+            # A list, not a dict: two classes may each have a method of one name.
+            "functions": [{"name": name, **dict(h)} for name, h in metrics.halstead_functions],
+        }
+    return details
+
+
+class ComplexityGrader(Grader[ComplexityConfig]):
+    """Scores the response's code by cyclomatic complexity and maintainability (radon)."""
+
+    name: ClassVar[str] = "radon"
+    version: ClassVar[str] = "1"
+    config_model = ComplexityConfig
+    description: ClassVar[str] = (
+        "radon cyclomatic complexity (max, mean), maintainability index, Halstead, raw metrics"
+    )
+    default_timeout_s: ClassVar[float] = 10.0
+
+    def __init__(
+        self, analyzer: StaticAnalyzer[RadonOptions, ComplexityMetrics] | None = None
+    ) -> None:
+        self.analyzer = analyzer or StaticAnalyzer(measure_complexity, pool=shared_pool())
+
+    async def grade(self, sample: Sample, config: ComplexityConfig) -> GradeResult:
+        """Measure the response's code with radon and score it."""
+        extracted = extract_code(sample.response, which=config.code_block)
+        if extracted is None:
+            return self.failed(FailureKind.NO_CODE, "the response holds no Python code")
+        try:
+            metrics, cached = await self.analyzer.run(extracted.code, config.options())
+        except AnalysisUnavailableError as e:
+            return GradeResult.failed(
+                self.name,
+                FailureKind.GRADER_ERROR,
+                str(e),
+                grader_version=self.version,
+                retryable=True,
+            )
+        if metrics.syntax_error is not None:
+            return self.failed(
+                FailureKind.SYNTAX_ERROR,
+                f"the code does not parse: {metrics.syntax_error}",
+                details={"code_source": extracted.source, "truncated": extracted.truncated},
+            )
+        if metrics.unanalysable is not None:
+            return self.failed(FailureKind.GRADER_ERROR, metrics.unanalysable)
+        result = score_complexity(metrics, config)
+        details = _details(metrics, result, config)
+        details.update(code_source=extracted.source, truncated=extracted.truncated, cached=cached)
+        return self.scored(result.score, details=details)
+
+    def close(self) -> None:
+        """Stop the analysis workers this grader uses, if any were started."""
+        self.analyzer.close()
