@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import signal
 import time
 
 import httpx
@@ -419,3 +420,24 @@ def test_invalid_rubric_file_is_reported_and_skipped(server: Server) -> None:
                 break
             time.sleep(0.1)
     assert "broken.yaml" in checks["invalid_rubric_files"]
+
+
+def test_sigterm_drains_in_flight_requests(start_server: StartServer) -> None:
+    draining = start_server()
+    payload = {"rubric": "slow", "samples": [sample(0)]}
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+
+        def post() -> httpx.Response:
+            with draining.client() as http:
+                return http.post("/v1/rewards", json=payload)
+
+        in_flight = pool.submit(post)
+        wait_in_flight(draining, 1)
+        assert draining.process is not None
+        draining.process.send_signal(signal.SIGTERM)
+        response = in_flight.result()
+    assert response.status_code == 200
+    assert response.json()["rewards"][0]["components"]["nap"]["score"] == 1.0
+    # uvicorn re-raises the signal once drained, so the exit status reads "terminated".
+    assert draining.process.wait(timeout=30) in (0, -signal.SIGTERM)
+    assert Store(draining.db_url).count_rewards() == 1
