@@ -326,12 +326,20 @@ class ComplexityConfig(GraderConfig):
     code_block: Literal["all", "last"] = "all"
     max_listed_blocks: Annotated[int, Field(ge=0)] = 100
 
-    @field_validator("max_cyclomatic", "mean_cyclomatic", "lloc", *_HALSTEAD_METRICS, mode="before")
+    # The editor schema must accept the bare-number shorthand the validator expands.
+    @field_validator(
+        "max_cyclomatic",
+        "mean_cyclomatic",
+        "lloc",
+        *_HALSTEAD_METRICS,
+        mode="before",
+        json_schema_input_type=Curve | float | None,
+    )
     @classmethod
     def _bare_higher_is_worse(cls, v: Any) -> Any:
         return _bare(v, higher_is_worse=True)
 
-    @field_validator("maintainability", mode="before")
+    @field_validator("maintainability", mode="before", json_schema_input_type=Curve | float | None)
     @classmethod
     def _bare_lower_is_worse(cls, v: Any) -> Any:
         return _bare(v, higher_is_worse=False)
