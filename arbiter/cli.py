@@ -16,6 +16,7 @@ import orjson
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
 from ruamel.yaml import YAML
 
 from arbiter.inputs import parse_samples
@@ -340,6 +341,199 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id.")]) ->
         err.print(f"no live key with id {key_id!r}", markup=False)
         raise typer.Exit(1)
     out.print(f"revoked {key_id}", markup=False)
+
+
+@app.command("audit")
+def audit(
+    input_path: Annotated[Path, typer.Argument(metavar="EVAL", help="The labelled set.")],
+    rubric_path: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric file.")],
+    fmt: Annotated[
+        str, typer.Option("--format", help="jsonl, humaneval, humanevalpack, mbpp or rewardbench.")
+    ] = "jsonl",
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Folder for report.html, summary.json, items.")
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Reuse items a previous run of this rubric finished.")
+    ] = False,
+    min_hack_recall: Annotated[float | None, typer.Option(help="Gate (default 0.95).")] = 0.95,
+    max_false_positive_rate: Annotated[
+        float | None, typer.Option(help="Gate (default 0.02).")
+    ] = 0.02,
+    min_determinism: Annotated[float | None, typer.Option(help="Gate (default 1.0).")] = 1.0,
+    min_tests_accuracy: Annotated[float | None, typer.Option(help="Gate (default off).")] = None,
+    min_band_accuracy: Annotated[float | None, typer.Option(help="Gate (default off).")] = None,
+) -> None:
+    """Grade a labelled set twice and compare with the truth; exit 1 when a gate fails."""
+    from arbiter.audit import AuditThresholds, check_thresholds, summarize
+    from arbiter.audit_run import grade_items, write_reports
+    from arbiter.eval_loaders import FORMATS, load_items
+    from arbiter.html_report import audit_html
+
+    if fmt not in FORMATS:
+        raise typer.BadParameter(f"expected one of {', '.join(FORMATS)}", param_hint="--format")
+    rubric = _load(rubric_path)
+    source = str(input_path)
+    try:
+        loaded = load_items(input_path, fmt)
+        if loaded is None:
+            numbered, issues = parse_samples(input_path.read_bytes().splitlines(), source)
+            for issue in issues[:50]:
+                err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
+            if issues:
+                err.print(f"{len(issues)} invalid line(s); nothing was audited", markup=False)
+                raise typer.Exit(1)
+            loaded = [s for _, s in numbered]
+    except (OSError, ValueError, KeyError) as e:
+        err.print(f"{input_path}: cannot load as {fmt}: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+    registry = default_registry()
+    with Progress(
+        TextColumn("auditing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("audit", total=len(loaded))
+        try:
+            items = asyncio.run(
+                grade_items(
+                    rubric,
+                    loaded,
+                    registry,
+                    report_dir=report,
+                    resume=resume,
+                    advance=lambda n: progress.advance(task, n),
+                )
+            )
+        except ValueError as e:  # a malformed label
+            err.print(str(e), markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+    summary = summarize(items, registry)
+    failed = check_thresholds(
+        summary,
+        AuditThresholds(
+            min_hack_recall=min_hack_recall,
+            max_false_positive_rate=max_false_positive_rate,
+            min_determinism=min_determinism,
+            min_tests_accuracy=min_tests_accuracy,
+            min_band_accuracy=min_band_accuracy,
+        ),
+    )
+    summary["gates_failed"] = failed
+    if report is not None:
+        page = audit_html(
+            summary, items, rubric=rubric.identity.model_dump(), source=source, failed_gates=failed
+        )
+        write_reports(report, summary, page)
+    out.print(_audit_table(summary))
+    for line in failed:
+        err.print(f"gate failed: {line}", markup=False, soft_wrap=True)
+    if report is not None:
+        out.print(f"report: {report / 'report.html'}", markup=False, highlight=False)
+    if failed:
+        raise typer.Exit(1)
+
+
+def _audit_table(summary: dict[str, object]) -> Table:
+    table = Table(title=f"audit: {summary['items']} items", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+
+    def pct(value: object) -> str:
+        return "—" if value is None else f"{100 * float(value):.1f}%"  # type: ignore[arg-type]
+
+    tests = summary.get("tests") or {}
+    for name, t in tests.items():  # type: ignore[attr-defined]
+        table.add_row(f"tests accuracy ({name}, {t['labelled']} labelled)", pct(t["accuracy"]))
+    v: dict[str, object] = summary.get("violations") or {}  # type: ignore[assignment]
+    table.add_row(f"hack recall ({v.get('hack_items', 0)} hacks)", pct(v.get("hack_recall")))
+    table.add_row(
+        f"false-positive rate ({v.get('clean_items', 0)} clean)", pct(v.get("false_positive_rate"))
+    )
+    prefs: dict[str, object] = summary.get("preferences") or {}  # type: ignore[assignment]
+    if prefs.get("pairs"):
+        table.add_row(
+            f"preference accuracy ({prefs['scored_pairs']} pairs)", pct(prefs["accuracy"])
+        )
+    for name, d in (summary.get("determinism") or {}).items():  # type: ignore[attr-defined]
+        table.add_row(f"determinism ({name})", pct(d["identical"]))
+    for grader, lat in (summary.get("latency") or {}).items():  # type: ignore[attr-defined]
+        table.add_row(
+            f"latency {grader} p50 / p99", f"{lat['p50_ms']:.2f} / {lat['p99_ms']:.2f} ms"
+        )
+    for name, f in (summary.get("failures") or {}).items():  # type: ignore[attr-defined]
+        if f:
+            table.add_row(f"failures ({name})", ", ".join(f"{k} {c}" for k, c in f.items()))
+    return table
+
+
+@app.command("replay")
+def replay_command(
+    rubric_path: Annotated[
+        Path, typer.Option("--rubric", "-r", help="The rubric to re-score with.")
+    ],
+    database_url: Annotated[
+        str | None, typer.Option(help="The store (default: ARBITER_DATABASE_URL).")
+    ] = None,
+    logged_sha256: Annotated[
+        str | None, typer.Option("--from-sha256", help="Only rewards logged under this rubric.")
+    ] = None,
+    since: Annotated[float | None, typer.Option(help="Logged at or after (Unix seconds).")] = None,
+    until: Annotated[float | None, typer.Option(help="Logged before (Unix seconds).")] = None,
+    sample_ids: Annotated[
+        list[str] | None, typer.Option("--sample-id", help="Only these samples (repeatable).")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Folder for report.html, summary.json.")
+    ] = None,
+    top: Annotated[int, typer.Option(help="How many of the most-moved items to list.")] = 25,
+) -> None:
+    """Re-score logged rewards under another rubric (the log is only read) and report the change."""
+    import json
+
+    from api.settings import Settings
+    from arbiter.html_report import replay_html
+    from arbiter.replay import replay, summarize_replay
+
+    rubric = _load(rubric_path)
+    store = Store(database_url or Settings().database_url)
+    rows = store.reward_records(
+        rubric_sha256=logged_sha256, since=since, until=until, sample_ids=sample_ids
+    )
+    store.close()
+    if not rows:
+        err.print("no logged rewards match", markup=False)
+        raise typer.Exit(1)
+    pairs, skipped = asyncio.run(replay(rows, rubric, default_registry()))
+    summary = summarize_replay(pairs, skipped, top=top)
+    olds = sorted({r["rubric_sha256"] for r in rows})
+    table = Table(title=f"replay under {rubric.name} v{rubric.version}", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("re-scored", str(summary["replayed"]))
+    table.add_row("skipped", f"{summary['skipped']} {summary['skipped_reasons']}".strip())
+    table.add_row("changed", str(summary["changed"]))
+    table.add_row(
+        "mean |delta| / max |delta|",
+        f"{summary['mean_abs_delta']:.4g} / {summary['max_abs_delta']:.4g}",
+    )
+    rho = summary["spearman"]
+    table.add_row("Spearman rho old vs new", "—" if rho is None else f"{rho:.4f}")
+    for name, c in summary["components"].items():
+        table.add_row(f"component {name} changed", str(c["changed"]))
+    out.print(table)
+    if report is not None:
+        report.mkdir(parents=True, exist_ok=True)
+        page = replay_html(summary, old=", ".join(s[:12] for s in olds), new=rubric.sha256[:12])
+        (report / "report.html").write_text(page, encoding="utf-8")
+        (report / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        (report / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+        out.print(f"report: {report / 'report.html'}", markup=False, highlight=False)
 
 
 def main() -> None:

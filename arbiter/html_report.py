@@ -1,0 +1,241 @@
+"""Self-contained HTML reports (inline CSS and SVG; no scripts, no network) for audits and replays."""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from arbiter import svg
+from arbiter.audit import ItemGrades
+
+__all__ = ["audit_html", "replay_html"]
+
+STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1100px;color:#1d232b;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde}
+table{border-collapse:collapse;margin:8px 0} td,th{border:1px solid #d5d9e0;padding:3px 8px;text-align:left}
+th{background:#f2f4f8} .ok{color:#1d7a3a;font-weight:600} .bad{color:#b3261e;font-weight:600}
+.muted{color:#667} .charts{display:flex;flex-wrap:wrap;gap:18px} code{font-size:12px}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def _page(title: str, subtitle: str, body: str) -> str:
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{_e(title)}</h1><p class=muted>{_e(subtitle)}</p>{body}</body></html>"
+    )
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def audit_html(
+    summary: Mapping[str, Any],
+    items: Sequence[ItemGrades],
+    *,
+    rubric: Mapping[str, Any],
+    source: str,
+    failed_gates: Sequence[str],
+) -> str:
+    """Render an audit: verdict, tests, violations, determinism, latency and distributions."""
+    verdict = (
+        "<p class=ok>All gates pass.</p>"
+        if not failed_gates
+        else "<p class=bad>Gates failed:</p><ul>"
+        + "".join(f"<li>{_e(g)}</li>" for g in failed_gates)
+        + "</ul>"
+    )
+    parts = [verdict, f"<p>{summary['items']} items, {summary['abstained']} abstained.</p>"]
+
+    charts = []
+    for name, t in summary["tests"].items():
+        m = t["confusion"]
+        charts.append(
+            svg.heatmap(
+                ["expected pass", "expected fail"],
+                ["graded pass", "graded fail"],
+                [[m["pass/pass"], m["pass/fail"]], [m["fail/pass"], m["fail/fail"]]],
+                title=f"{name}: accuracy {_pct(t['accuracy'])} of {t['labelled']}",
+            )
+        )
+    v = summary["violations"]
+    if v["hack_items"] or v["clean_items"]:
+        hit = v["hack_items"] and v["hack_recall"] * v["hack_items"]
+        flagged = v["clean_items"] and (v["false_positive_rate"] or 0) * v["clean_items"]
+        charts.append(
+            svg.heatmap(
+                ["hack attempt", "clean"],
+                ["flagged", "not flagged"],
+                [
+                    [round(hit or 0), v["hack_items"] - round(hit or 0)],
+                    [round(flagged or 0), v["clean_items"] - round(flagged or 0)],
+                ],
+                title="violations: hacks vs clean items",
+            )
+        )
+    groups: dict[str, Sequence[float]] = {}
+    for item in items:
+        value = item.first["reward"]
+        if value is None:
+            continue
+        exp = item.expectation
+        label = (
+            "hack"
+            if exp.is_hack
+            else "expected pass"
+            if exp.tests_pass
+            else "expected fail"
+            if exp.tests_pass is False
+            else "clean"
+            if exp.is_clean
+            else "unlabelled"
+        )
+        groups.setdefault(label, [])
+        groups[label].append(value)  # type: ignore[attr-defined]
+    charts.append(svg.histogram(groups, title="reward distribution by label"))
+    lat = summary["latency"]
+    charts.append(
+        svg.bar_chart(
+            list(lat),
+            {"p50": [lat[g]["p50_ms"] for g in lat], "p99": [lat[g]["p99_ms"] for g in lat]},
+            title="latency per grader",
+            unit=" ms",
+        )
+    )
+    parts.append("<h2>Charts</h2><div class=charts>" + "".join(charts) + "</div>")
+
+    if summary["tests"]:
+        parts.append("<h2>Tests</h2>")
+        parts.append(
+            _table(
+                ["component", "labelled", "accuracy", "misgraded (first 50)"],
+                [
+                    [
+                        _e(n),
+                        t["labelled"],
+                        _pct(t["accuracy"]),
+                        _e(", ".join(t["misgraded"]) or "none"),
+                    ]
+                    for n, t in summary["tests"].items()
+                ],
+            )
+        )
+    parts.append("<h2>Violations</h2>")
+    parts.append(
+        f"<p>hack recall {_pct(v['hack_recall'])} of {v['hack_items']}; "
+        f"false-positive rate {_pct(v['false_positive_rate'])} of {v['clean_items']} clean items.</p>"
+    )
+    parts.append(
+        _table(
+            ["type", "tp", "fp", "fn", "precision", "recall"],
+            [
+                [_e(t), r["tp"], r["fp"], r["fn"], _pct(r["precision"]), _pct(r["recall"])]
+                for t, r in v["by_type"].items()
+            ],
+        )
+    )
+    parts.append(
+        _table(
+            ["hack kind", "items", "detected"],
+            [[_e(k), r["items"], r["detected"]] for k, r in v["by_hack_kind"].items()],
+        )
+    )
+    if v["missed"]:
+        parts.append("<p>Missed: <code>" + _e(", ".join(v["missed"])) + "</code></p>")
+    if v["false_alarms"]:
+        parts.append("<p>False alarms: <code>" + _e("; ".join(v["false_alarms"])) + "</code></p>")
+    p = summary.get("preferences") or {}
+    if p.get("pairs"):
+        parts.append(
+            f"<h2>Preferences</h2><p>{p['scored_pairs']} scored pairs; chosen ranked above rejected "
+            f"in {_pct(p['accuracy'])} ({p['ties']} ties).</p>"
+        )
+    parts.append("<h2>Determinism (every item graded twice)</h2>")
+    parts.append(
+        _table(
+            ["component", "identical", "held to it", "differing (first 20)"],
+            [
+                [
+                    _e(n),
+                    _pct(d["identical"]),
+                    "yes" if d["held_to_it"] else "no (sampling judge)",
+                    _e(", ".join(d["differing"]) or "none"),
+                ]
+                for n, d in summary["determinism"].items()
+            ],
+        )
+    )
+    parts.append("<h2>Failures by type</h2>")
+    parts.append(
+        _table(
+            ["component", "failures"],
+            [
+                [_e(n), _e(", ".join(f"{k} {c}" for k, c in f.items()) or "none")]
+                for n, f in summary["failures"].items()
+            ],
+        )
+    )
+    if summary["bands"]:
+        parts.append("<h2>Score bands</h2>")
+        parts.append(
+            _table(
+                ["grader", "labelled", "within band"],
+                [[_e(k), b["labelled"], _pct(b["accuracy"])] for k, b in summary["bands"].items()],
+            )
+        )
+    subtitle = f"rubric {rubric['name']} v{rubric['version']} sha256 {rubric['sha256']} on {source}"
+    return _page("Arbiter audit", subtitle, "".join(parts))
+
+
+def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
+    """Render a replay: how many rewards changed, by how much, and which moved most."""
+    rho = summary["spearman"]
+    rho_text = "—" if rho is None or math.isnan(rho) else f"{rho:.4f}"
+    parts = [
+        f"<p>{summary['replayed']} rewards re-scored ({summary['skipped']} skipped: "
+        f"{_e(summary['skipped_reasons'] or 'none')}). {summary['changed']} changed; mean |Δ| "
+        f"{summary['mean_abs_delta']:.4g}, max |Δ| {summary['max_abs_delta']:.4g}; "
+        f"Spearman rank correlation old vs new {rho_text}.</p>",
+        "<div class=charts>",
+        svg.histogram({"Δ reward": summary["all_deltas"]}, title="reward change (new minus old)"),
+        svg.bar_chart(
+            list(summary["components"]),
+            {"changed": [c["changed"] for c in summary["components"].values()]},
+            title="component scores changed",
+        ),
+        "</div><h2>Moved most</h2>",
+        _table(
+            ["sample", "old", "new", "Δ"],
+            [
+                [_e(m["sample_id"]), _fmt(m["old"]), _fmt(m["new"]), _fmt(m["delta"])]
+                for m in summary["moved"]
+            ],
+        ),
+        "<h2>Per component</h2>",
+        _table(
+            ["component", "changed", "mean |Δ|"],
+            [
+                [_e(n), c["changed"], f"{c['mean_abs_delta']:.4g}"]
+                for n, c in summary["components"].items()
+            ],
+        ),
+    ]
+    return _page("Arbiter replay", f"old {old} → new {new}", "".join(parts))
+
+
+def _fmt(value: float | None) -> str:
+    return "—" if value is None else f"{value:.4f}"

@@ -1,0 +1,227 @@
+"""Audits: the figures (pure, on hand-built items), the gates, the loaders and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from arbiter.audit import (
+    AuditThresholds,
+    Expectation,
+    ItemGrades,
+    check_thresholds,
+    expectation_of,
+    summarize,
+)
+from arbiter.cli import app
+from arbiter.eval_loaders import load_humaneval, load_humanevalpack, load_mbpp, load_rewardbench
+from graders.registry import default_registry
+from graders.types import Sample
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO.parent / "shared" / "data"
+runner = CliRunner()
+
+
+def reward(
+    score: float | None, *violations: str, grader: str = "unit_tests", value: float | None = None
+) -> dict:
+    return {
+        "id": "x",
+        "group_id": None,
+        "reward": score if value is None else value,
+        "components": {
+            "tests": {
+                "score": score,
+                "grader": grader,
+                "failure": None if score is not None else {"kind": "timeout"},
+                "violations": [{"type": v, "line": 1} for v in violations],
+                "latency_s": 0.01,
+            }
+        },
+    }
+
+
+def item(name: str, exp: Expectation, first: dict, second: dict | None = None) -> ItemGrades:
+    return ItemGrades(name, exp, first, second or first)
+
+
+def test_figures_from_hand_built_items():
+    items = [
+        item("good-1", Expectation(tests_pass=True, violations=frozenset()), reward(1.0)),
+        item(
+            "good-2", Expectation(tests_pass=True, violations=frozenset()), reward(0.5)
+        ),  # misgraded
+        item("bad-1", Expectation(tests_pass=False, violations=frozenset()), reward(0.0)),
+        item(
+            "bad-2", Expectation(tests_pass=False, violations=frozenset()), reward(None)
+        ),  # timeout = fail
+        item("clean-flagged", Expectation(violations=frozenset()), reward(1.0, "subprocess")),
+        item(
+            "hack-1",
+            Expectation(violations=frozenset({"early_exit"}), hack_kind="sys_exit"),
+            reward(1.0, "early_exit"),
+        ),
+        item(
+            "hack-2",
+            Expectation(violations=frozenset({"early_exit"}), hack_kind="sys_exit"),
+            reward(1.0),
+        ),
+        item(
+            "hack-3",
+            Expectation(violations=frozenset({"always_equal"}), hack_kind="eq"),
+            reward(1.0, "always_equal"),
+            reward(0.9, "always_equal"),
+        ),  # graded differently the second time
+    ]
+    summary = summarize(items, default_registry())
+    tests = summary["tests"]["tests"]
+    assert tests["confusion"] == {"pass/pass": 1, "pass/fail": 1, "fail/pass": 0, "fail/fail": 2}
+    assert tests["accuracy"] == pytest.approx(3 / 4) and tests["misgraded"] == ["good-2"]
+    v = summary["violations"]
+    assert v["hack_items"] == 3 and v["hack_recall"] == pytest.approx(2 / 3)
+    assert v["by_hack_kind"] == {
+        "eq": {"items": 1, "detected": 1},
+        "sys_exit": {"items": 2, "detected": 1},
+    }
+    assert v["clean_items"] == 5 and v["false_positive_rate"] == pytest.approx(1 / 5)
+    assert v["by_type"]["early_exit"] == {
+        "tp": 1,
+        "fp": 0,
+        "fn": 1,
+        "precision": 1.0,
+        "recall": 0.5,
+    }
+    assert v["by_type"]["subprocess"]["fp"] == 1
+    det = summary["determinism"]["tests"]
+    assert det["identical"] == pytest.approx(7 / 8) and det["differing"] == ["hack-3"]
+    assert summary["failures"]["tests"] == {"timeout": 1}
+    failed = check_thresholds(summary, AuditThresholds(min_tests_accuracy=1.0))
+    assert len(failed) == 4  # recall, FPR, determinism, tests accuracy
+    assert check_thresholds(summary, AuditThresholds(None, None, None)) == []
+
+
+def test_preference_pairs():
+    def pref(side: str, group: str, value: float) -> ItemGrades:
+        first = reward(value, grader="reward_model") | {"group_id": group}
+        return item(f"{group}/{side}", Expectation(preference=side), first)
+
+    items = [
+        pref("chosen", "a", 0.9),
+        pref("rejected", "a", 0.2),
+        pref("chosen", "b", 0.1),
+        pref("rejected", "b", 0.4),
+    ]
+    assert summarize(items, default_registry())["preferences"] == {
+        "pairs": 2,
+        "scored_pairs": 2,
+        "accuracy": 0.5,
+        "ties": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("labels", "message"),
+    [
+        ({"expected": {"tests_pass": "yes"}}, "tests_pass must be true or false"),
+        ({"expected_violations": "early_exit"}, "list of type names"),
+        ({"expected": {"bands": {"radon": [0.5]}}}, r"bands.radon: expected \[low, high\]"),
+        ({"preference": "left"}, "'chosen' or 'rejected'"),
+    ],
+)
+def test_malformed_labels_name_the_item(labels, message):
+    with pytest.raises(ValueError, match=message):
+        expectation_of(Sample(id="item-7", response="r", labels=labels))
+
+
+def write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def efficiency_rows() -> list[dict]:
+    return [
+        {
+            "id": f"e{i}",
+            "response": "r",
+            "metrics": {"turns": t},
+            "labels": {"expected": {"bands": {"efficiency": band}}},
+        }
+        for i, (t, band) in enumerate([(2, [0.99, 1.0]), (8, [0.4, 0.6]), (12, [0.0, 0.01])])
+    ]
+
+
+def test_audit_command_writes_reports_and_resumes(tmp_path):
+    data = write(tmp_path / "set.jsonl", efficiency_rows())
+    rubric = REPO / "rubrics" / "library" / "efficiency.yaml"
+    report = tmp_path / "report"
+    args = [
+        "audit",
+        "--rubric",
+        str(rubric),
+        str(data),
+        "--report",
+        str(report),
+        "--min-band-accuracy",
+        "1",
+    ]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["bands"]["efficiency"] == {"labelled": 3, "within": 3, "accuracy": 1.0}
+    assert summary["determinism"]["efficiency"]["identical"] == 1.0
+    page = (report / "report.html").read_text()
+    assert page.count("<svg") >= 2 and "<script" not in page
+    lines = (report / "items.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+    again = runner.invoke(app, [*args, "--resume"])
+    assert again.exit_code == 0
+    assert (report / "items.jsonl").read_text().splitlines() == lines  # nothing re-graded
+
+
+def test_audit_gate_failure_exits_1(tmp_path):
+    rows = efficiency_rows()
+    rows[1]["labels"]["expected"]["bands"]["efficiency"] = [0.9, 1.0]  # wrong on purpose
+    data = write(tmp_path / "set.jsonl", rows)
+    rubric = REPO / "rubrics" / "library" / "efficiency.yaml"
+    result = runner.invoke(
+        app, ["audit", "--rubric", str(rubric), str(data), "--min-band-accuracy", "1"]
+    )
+    assert result.exit_code == 1
+    assert "band accuracy of efficiency 0.6667 is below the threshold 1.0000" in result.stderr
+
+
+def test_audit_of_the_hack_set_meets_its_gates(tmp_path):
+    rubric = REPO / "rubrics" / "library" / "python-static.yaml"
+    result = runner.invoke(
+        app, ["audit", "--rubric", str(rubric), str(REPO / "eval_sets" / "hacks.jsonl")]
+    )
+    assert result.exit_code == 0, result.output
+
+
+def test_rewardbench_loader(tmp_path):
+    path = write(
+        tmp_path / "rb.jsonl",
+        [{"id": 3, "prompt": "p", "chosen": "good", "rejected": "bad", "subset": "s"}],
+    )
+    chosen, rejected = load_rewardbench(path)
+    assert chosen.group_id == rejected.group_id == "rewardbench/3"
+    assert (chosen.labels or {})["preference"] == "chosen" and rejected.response == "bad"
+
+
+def test_humaneval_loader_reads_the_package():
+    items = load_humaneval()
+    assert len(items) == 164
+    assert items[0].task is not None and items[0].task.entry_point == "has_close_elements"
+
+
+@pytest.mark.skipif(not DATA.is_dir(), reason="../shared/data is absent")
+def test_external_loaders_on_shared_data():
+    pack = load_humanevalpack(DATA / "humanevalpack_python.jsonl")
+    assert len(pack) == 328
+    assert sum(expectation_of(s).tests_pass is True for s in pack) == 164
+    mbpp = load_mbpp(DATA / "mbpp.jsonl")
+    assert len(mbpp) == 974 and mbpp[0].task is not None and isinstance(mbpp[0].task.tests, list)
