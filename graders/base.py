@@ -44,6 +44,14 @@ class Grader(ABC, Generic[ConfigT]):
     async def grade(self, sample: Sample, config: ConfigT) -> GradeResult:
         """Grade one sample; return a failure result rather than raising for bad input."""
 
+    async def readiness(self) -> str | None:
+        """Return why this grader cannot serve now (a dead sandbox pool, an unreachable judge).
+
+        ``None`` means ready. The service's ``/readyz`` asks every grader it has
+        built; graders without outside dependencies keep this default.
+        """
+        return None
+
     def grade_inline(self, sample: Sample, config: ConfigT) -> GradeResult:
         """Grade one sample synchronously (only for graders with ``inline = True``)."""
         raise NotImplementedError(f"grader {self.name!r} has no inline path")

@@ -60,6 +60,10 @@ class GraderRegistry:
             self._instances[name] = grader
         return grader
 
+    def built(self) -> list[Grader[Any]]:
+        """Return the instances built so far (the graders some rubric has used)."""
+        return list(self._instances.values())
+
     def names(self) -> list[str]:
         """Registered grader names, sorted."""
         return sorted(self._classes)

@@ -22,19 +22,26 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", responses={503: {"description": "A dependency is not ready."}})
 async def readyz(service: ServiceDep) -> Response:
-    """Check what grading needs: the store, the rubrics; 503 with the failing checks otherwise."""
+    """Check what grading needs: store, rubrics, graders in use; 503 with the failing checks."""
     checks: dict[str, str] = {}
     try:
         await asyncio.wait_for(asyncio.to_thread(service.store.ping), timeout=5)
         checks["store"] = "ok"
     except Exception as e:
         checks["store"] = f"unreachable: {type(e).__name__}"
+    for grader in service.registry.built():
+        try:
+            problem = await asyncio.wait_for(grader.readiness(), timeout=5)
+        except Exception as e:  # a readiness probe that fails is itself the answer
+            problem = f"readiness check failed: {type(e).__name__}"
+        checks[f"grader:{grader.name}"] = problem or "ok"
     count = len(service.catalog.entries())
     checks["rubrics"] = f"{count} loaded" if count else "none loaded"
     invalid = service.catalog.file_errors()
     if invalid:
         checks["invalid_rubric_files"] = ", ".join(sorted(str(p) for p in invalid))
-    ready = service.started and checks["store"] == "ok" and count > 0
+    graders_ok = all(v == "ok" for k, v in checks.items() if k.startswith("grader:"))
+    ready = service.started and checks["store"] == "ok" and count > 0 and graders_ok
     body = orjson.dumps({"status": "ready" if ready else "not_ready", "checks": checks})
     return Response(body, status_code=200 if ready else 503, media_type="application/json")
 

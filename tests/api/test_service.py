@@ -441,3 +441,10 @@ def test_sigterm_drains_in_flight_requests(start_server: StartServer) -> None:
     # uvicorn re-raises the signal once drained, so the exit status reads "terminated".
     assert draining.process.wait(timeout=30) in (0, -signal.SIGTERM)
     assert Store(draining.db_url).count_rewards() == 1
+
+
+def test_readyz_reports_graders_in_use(server: Server) -> None:
+    with server.client() as http:
+        http.post("/v1/rewards", json={"rubric": "efficiency-only", "samples": [sample(0)]})
+        checks = http.get("/readyz").json()["checks"]
+    assert checks["grader:efficiency"] == "ok"
