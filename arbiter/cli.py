@@ -165,6 +165,19 @@ def rubric_graders() -> None:
         out.print(f"{grader.name:<16} v{grader.version:<6} {grader.description}", markup=False)
 
 
+def _progress(label: str) -> Progress:
+    """Return a progress bar on stderr (silent when stderr is not a terminal)."""
+    return Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    )
+
+
 @contextmanager
 def _atomic_output(path: Path | None) -> Iterator[IO[bytes]]:
     """Write to ``path`` only once everything is written (no half files), or to stdout."""
@@ -254,15 +267,7 @@ def score(
 
 async def _score_in_chunks(rubric: Rubric, samples: list[Sample], chunk: int) -> list[Reward]:
     rewards: list[Reward] = []
-    with Progress(
-        TextColumn("scoring"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
+    with _progress("scoring") as progress:
         task = progress.add_task("scoring", total=len(samples))
         for start in range(0, len(samples), chunk):
             part = samples[start : start + chunk]
@@ -389,15 +394,7 @@ def audit(
         raise typer.Exit(1) from None
 
     registry = default_registry()
-    with Progress(
-        TextColumn("auditing"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=not err.is_terminal,
-    ) as progress:
+    with _progress("auditing") as progress:
         task = progress.add_task("audit", total=len(loaded))
         try:
             items = asyncio.run(

@@ -104,6 +104,25 @@ class _Policy:
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
 
+    def wait_before_retry(
+        self, attempt: int, response: httpx.Response | None, error: Exception | None
+    ) -> float | None:
+        """Return seconds to wait before retrying, or ``None`` to stop here.
+
+        Raises:
+            Exception: ``error`` itself, once the retries are spent.
+        """
+        if error is not None:
+            if attempt >= self.max_retries:
+                raise error
+            return self.delay(attempt, None)
+        assert response is not None
+        if response.status_code in RETRY_STATUS and attempt < self.max_retries:
+            return self.delay(attempt, response)
+        if response.status_code >= 400:
+            raise _error(response)
+        return None
+
     def delay(self, attempt: int, response: httpx.Response | None) -> float:
         if response is not None:
             header = response.headers.get("retry-after")
@@ -151,21 +170,18 @@ class ArbiterClient:
         """Send a request, retrying 429/503 and transport errors; raise on other errors."""
         attempt = 0
         while True:
+            response: httpx.Response | None = None
+            error: Exception | None = None
             try:
                 response = self._http.request(method, path, **kwargs)
-            except (httpx.TransportError, httpx.TimeoutException):
-                if attempt >= self._policy.max_retries:
-                    raise
-                time.sleep(self._policy.delay(attempt, None))
-                attempt += 1
-                continue
-            if response.status_code in RETRY_STATUS and attempt < self._policy.max_retries:
-                time.sleep(self._policy.delay(attempt, response))
-                attempt += 1
-                continue
-            if response.status_code >= 400:
-                raise _error(response)
-            return response
+            except (httpx.TransportError, httpx.TimeoutException) as e:
+                error = e
+            wait = self._policy.wait_before_retry(attempt, response, error)
+            if wait is None:
+                assert response is not None
+                return response
+            time.sleep(wait)
+            attempt += 1
 
     def rewards(
         self,
@@ -231,21 +247,18 @@ class AsyncArbiterClient:
         """Send a request, retrying 429/503 and transport errors; raise on other errors."""
         attempt = 0
         while True:
+            response: httpx.Response | None = None
+            error: Exception | None = None
             try:
                 response = await self._http.request(method, path, **kwargs)
-            except (httpx.TransportError, httpx.TimeoutException):
-                if attempt >= self._policy.max_retries:
-                    raise
-                await asyncio.sleep(self._policy.delay(attempt, None))
-                attempt += 1
-                continue
-            if response.status_code in RETRY_STATUS and attempt < self._policy.max_retries:
-                await asyncio.sleep(self._policy.delay(attempt, response))
-                attempt += 1
-                continue
-            if response.status_code >= 400:
-                raise _error(response)
-            return response
+            except (httpx.TransportError, httpx.TimeoutException) as e:
+                error = e
+            wait = self._policy.wait_before_retry(attempt, response, error)
+            if wait is None:
+                assert response is not None
+                return response
+            await asyncio.sleep(wait)
+            attempt += 1
 
     async def rewards(
         self,

@@ -39,9 +39,8 @@ from radon.raw import analyze as raw_analyze  # type: ignore[import-untyped]
 from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-untyped]
 
 from graders.base import Grader, GraderConfig
-from graders.code import extract_code
-from graders.static_analysis import AnalysisUnavailableError, StaticAnalyzer, shared_pool
-from graders.types import FailureKind, GradeResult, Sample
+from graders.static_analysis import StaticAnalyzer, analyse_response, shared_pool
+from graders.types import GradeResult, Sample
 
 __all__ = [
     "Block",
@@ -443,27 +442,12 @@ class ComplexityGrader(Grader[ComplexityConfig]):
 
     async def grade(self, sample: Sample, config: ComplexityConfig) -> GradeResult:
         """Measure the response's code with radon and score it."""
-        extracted = extract_code(sample.response, which=config.code_block)
-        if extracted is None:
-            return self.failed(FailureKind.NO_CODE, "the response holds no Python code")
-        try:
-            metrics, cached = await self.analyzer.run(extracted.code, config.options())
-        except AnalysisUnavailableError as e:
-            return GradeResult.failed(
-                self.name,
-                FailureKind.GRADER_ERROR,
-                str(e),
-                grader_version=self.version,
-                retryable=True,
-            )
-        if metrics.syntax_error is not None:
-            return self.failed(
-                FailureKind.SYNTAX_ERROR,
-                f"the code does not parse: {metrics.syntax_error}",
-                details={"code_source": extracted.source, "truncated": extracted.truncated},
-            )
-        if metrics.unanalysable is not None:
-            return self.failed(FailureKind.GRADER_ERROR, metrics.unanalysable)
+        outcome = await analyse_response(
+            self, self.analyzer, sample.response, config.code_block, config.options()
+        )
+        if isinstance(outcome, GradeResult):
+            return outcome
+        metrics, cached, extracted = outcome
         result = score_complexity(metrics, config)
         details = _details(metrics, result, config)
         details.update(code_source=extracted.source, truncated=extracted.truncated, cached=cached)

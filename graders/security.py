@@ -51,8 +51,7 @@ from bandit.core.metrics import Metrics as BanditMetrics  # type: ignore[import-
 from pydantic import Field, field_validator
 
 from graders.base import Grader, GraderConfig
-from graders.code import extract_code
-from graders.static_analysis import AnalysisUnavailableError, StaticAnalyzer, shared_pool
+from graders.static_analysis import StaticAnalyzer, analyse_response, shared_pool
 from graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
 
 __all__ = [
@@ -452,27 +451,12 @@ class SecurityGrader(Grader[SecurityConfig]):
 
     async def grade(self, sample: Sample, config: SecurityConfig) -> GradeResult:
         """Run bandit on the response's code and score its findings."""
-        extracted = extract_code(sample.response, which=config.code_block)
-        if extracted is None:
-            return self.failed(FailureKind.NO_CODE, "the response holds no Python code")
-        try:
-            analysis, cached = await self.analyzer.run(extracted.code, config.selection())
-        except AnalysisUnavailableError as e:
-            return GradeResult.failed(
-                self.name,
-                FailureKind.GRADER_ERROR,
-                str(e),
-                grader_version=self.version,
-                retryable=True,
-            )
-        if analysis.syntax_error is not None:
-            return self.failed(
-                FailureKind.SYNTAX_ERROR,
-                f"the code does not parse: {analysis.syntax_error}",
-                details={"code_source": extracted.source, "truncated": extracted.truncated},
-            )
-        if analysis.unanalysable is not None:
-            return self.failed(FailureKind.GRADER_ERROR, analysis.unanalysable)
+        outcome = await analyse_response(
+            self, self.analyzer, sample.response, config.code_block, config.selection()
+        )
+        if isinstance(outcome, GradeResult):
+            return outcome
+        analysis, cached, extracted = outcome
 
         violations = (
             tuple(

@@ -19,13 +19,21 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+
+from graders.code import ExtractedCode, extract_code
+from graders.types import FailureKind, GradeResult
+
+if TYPE_CHECKING:
+    from graders.base import Grader
 
 __all__ = [
+    "Analysis",
     "AnalysisUnavailableError",
     "AnalyzerStats",
     "StaticAnalyzer",
     "WorkerPool",
+    "analyse_response",
     "shared_pool",
 ]
 
@@ -276,3 +284,54 @@ class StaticAnalyzer(Generic[OptionsT, ResultT]):
         """Stop the pool's workers (a later offload starts new ones)."""
         if self._pool is not None:
             self._pool.close()
+
+
+class Analysis(Protocol):
+    """What an analysis result says besides its findings: could the code be analysed at all."""
+
+    @property
+    def syntax_error(self) -> str | None:
+        """Why the code does not parse, if it does not."""
+
+    @property
+    def unanalysable(self) -> str | None:
+        """Why the analyser gave up on code that parses (too long, too deep)."""
+
+
+AnalysisT = TypeVar("AnalysisT", bound=Analysis)
+
+
+async def analyse_response(
+    grader: Grader[Any],
+    analyzer: StaticAnalyzer[OptionsT, AnalysisT],
+    response: str,
+    which: Literal["all", "last"],
+    options: OptionsT,
+) -> tuple[AnalysisT, bool, ExtractedCode] | GradeResult:
+    """Extract the code and analyse it; return (analysis, cached, code) or the failure to report.
+
+    The failures are the same for every static grader: no code, code that
+    does not parse, code the analyser cannot handle, a dead pool worker.
+    """
+    extracted = extract_code(response, which=which)
+    if extracted is None:
+        return grader.failed(FailureKind.NO_CODE, "the response holds no Python code")
+    try:
+        analysis, cached = await analyzer.run(extracted.code, options)
+    except AnalysisUnavailableError as e:
+        return GradeResult.failed(
+            grader.name,
+            FailureKind.GRADER_ERROR,
+            str(e),
+            grader_version=grader.version,
+            retryable=True,
+        )
+    if analysis.syntax_error is not None:
+        return grader.failed(
+            FailureKind.SYNTAX_ERROR,
+            f"the code does not parse: {analysis.syntax_error}",
+            details={"code_source": extracted.source, "truncated": extracted.truncated},
+        )
+    if analysis.unanalysable is not None:
+        return grader.failed(FailureKind.GRADER_ERROR, analysis.unanalysable)
+    return analysis, cached, extracted
