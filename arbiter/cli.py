@@ -44,6 +44,8 @@ app = typer.Typer(
 )
 rubric_app = typer.Typer(help="Validate, inspect and export rubrics.", no_args_is_help=True)
 app.add_typer(rubric_app, name="rubric")
+sandbox_app = typer.Typer(help="Inspect the code sandbox on this host.", no_args_is_help=True)
+app.add_typer(sandbox_app, name="sandbox")
 keys_app = typer.Typer(
     help="Create, list and revoke API keys (in ARBITER_DATABASE_URL).", no_args_is_help=True
 )
@@ -275,6 +277,37 @@ async def _score_in_chunks(rubric: Rubric, samples: list[Sample], chunk: int) ->
             progress.advance(task, len(part))
     # Groups can straddle chunks, so normalize once over the whole set.
     return normalize_rewards(rewards, rubric.spec.normalize, [prompt_key(s) for s in samples])
+
+
+@sandbox_app.command("check")
+def sandbox_check(
+    require: Annotated[
+        list[str] | None,
+        typer.Option("--require", help="A layer that must be active ('all' for every one)."),
+    ] = None,
+) -> None:
+    """Start a real zygote and print which confinement layers are active here."""
+    from graders.sandbox.layers import LAYERS, MissingLayersError, check_layers, require_layers
+
+    layers = check_layers()
+    table = Table(title="sandbox layers on this host", title_justify="left")
+    table.add_column("layer")
+    table.add_column("state")
+    for name, state in layers.items():
+        style = "green" if state.startswith("active") or name == "landlock_abi" else "red"
+        table.add_row(name, f"[{style}]{state}[/]")
+    out.print(table)
+    wanted = set(require or ())
+    if "all" in wanted:
+        wanted = (wanted - {"all"}) | set(LAYERS)
+    unknown = sorted(wanted - set(LAYERS))
+    if unknown:
+        raise typer.BadParameter(f"unknown layers {unknown}; known: {', '.join(LAYERS)}")
+    try:
+        require_layers(layers, wanted)
+    except MissingLayersError as e:
+        err.print(str(e), markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
 
 
 @app.command("serve")

@@ -52,6 +52,9 @@ class Grader(ABC, Generic[ConfigT]):
         """
         return None
 
+    def close(self) -> None:
+        """Release what the grader holds (a process pool, a model); the default holds nothing."""
+
     def grade_inline(self, sample: Sample, config: ConfigT) -> GradeResult:
         """Grade one sample synchronously (only for graders with ``inline = True``)."""
         raise NotImplementedError(f"grader {self.name!r} has no inline path")

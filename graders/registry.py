@@ -64,6 +64,11 @@ class GraderRegistry:
         """Return the instances built so far (the graders some rubric has used)."""
         return list(self._instances.values())
 
+    def close(self) -> None:
+        """Close every built grader (stops sandbox pools and the like)."""
+        for grader in self._instances.values():
+            grader.close()
+
     def names(self) -> list[str]:
         """Registered grader names, sorted."""
         return sorted(self._classes)
@@ -81,6 +86,7 @@ def default_registry() -> GraderRegistry:
     from graders.efficiency import EfficiencyGrader
     from graders.process import ProcessGrader
     from graders.security import SecurityGrader
+    from graders.unit_tests import UnitTestsGrader
     from graders.violations import ViolationsGrader
 
     registry = GraderRegistry()
@@ -89,6 +95,7 @@ def default_registry() -> GraderRegistry:
         EfficiencyGrader,
         ProcessGrader,
         SecurityGrader,
+        UnitTestsGrader,
         ViolationsGrader,
     ):
         registry.register(grader)

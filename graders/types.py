@@ -127,6 +127,14 @@ class TaskSpec(_Frozen):
     entry_point: str | None = None
     reference: str | None = None
     setup_code: str | None = None
+    comparison: Literal["exact", "whitespace", "float"] = Field(
+        default="whitespace",
+        description="stdin_stdout: how the program's output is compared with the expected one.",
+    )
+    float_tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
+        default=1e-6,
+        description="stdin_stdout with comparison 'float': absolute and relative tolerance.",
+    )
 
 
 class Metrics(_Frozen):

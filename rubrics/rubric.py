@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
 
 from graders.base import GraderConfig
 from graders.types import ViolationType
@@ -92,9 +93,28 @@ class Rubric:
         return canonical_document(self.spec, {n: c.config for n, c in self.components.items()})
 
 
+def _canonical(value: Any) -> Any:
+    """Make dumped data order-independent: sets become sorted lists.
+
+    A set's iteration order depends on string hashing, which Python randomizes
+    per process: dumped as it iterates, the same rubric would get a different
+    sha256 in every process.
+    """
+    if isinstance(value, dict):
+        return {key: _canonical(item) for key, item in value.items()}
+    if isinstance(value, set | frozenset):
+        items = [_canonical(item) for item in value]
+        return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+    if isinstance(value, list | tuple):
+        return [_canonical(item) for item in value]
+    return value
+
+
 def canonical_document(spec: RubricSpec, configs: Mapping[str, GraderConfig]) -> dict[str, Any]:
     """Return the spec as JSON-ready data with each grader config validated and filled in."""
     doc = spec.model_dump(mode="json")
     for name, config in configs.items():
-        doc["components"][name]["config"] = config.model_dump(mode="json")
+        # Dumped in Python mode first so sets are still sets when they are sorted.
+        raw = _canonical(config.model_dump(mode="python"))
+        doc["components"][name]["config"] = to_jsonable_python(raw)
     return doc

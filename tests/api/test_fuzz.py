@@ -13,7 +13,7 @@ from tests.api.conftest import StartServer
 
 
 @pytest.mark.slow
-def test_no_server_errors_under_schema_fuzzing(start_server: StartServer) -> None:
+def test_no_server_errors_under_schema_fuzzing(start_server: StartServer, tmp_path: Path) -> None:
     # A server of its own: the fuzzer may revoke keys it can see.
     server = start_server()
     cli = Path(sys.executable).with_name("schemathesis")
@@ -38,6 +38,7 @@ def test_no_server_errors_under_schema_fuzzing(start_server: StartServer) -> Non
         text=True,
         timeout=300,
         check=False,
+        cwd=tmp_path,  # schemathesis keeps a cache folder in its working directory
     )
     summary = done.stdout[-3000:]
     assert done.returncode == 0, summary

@@ -249,3 +249,28 @@ def test_committed_schema_file_is_current():
     assert committed == rubric_json_schema(), (
         "regenerate: arbiter rubric schema -o rubric.schema.json"
     )
+
+
+def test_identity_is_the_same_in_every_process():
+    # Grader configs hold sets (process, violations); dumped in iteration order
+    # they made the sha256 depend on PYTHONHASHSEED.
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; from rubrics import load_rubric; "
+        "print([load_rubric(p).sha256 for p in sys.argv[1:]])"
+    )
+    paths = [str(p) for p in LIBRARY]
+    runs = {
+        subprocess.run(
+            [sys.executable, "-c", script, *paths],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in ("1", "2", "3")
+    }
+    assert len(runs) == 1

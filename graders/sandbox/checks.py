@@ -1,0 +1,293 @@
+"""Function tests run on the trusted side, one assert at a time, against a proxied candidate.
+
+A HumanEval ``check(candidate)`` body or an MBPP assert list is split with
+``ast`` into statements. Each statement that contains an ``assert`` is one
+unit of partial credit; the others (imports, assignments of inputs) are
+replayed in order as setup. They all run here, in the trusted process, in a
+namespace where the candidate's functions are :class:`CandidateFunction`
+proxies: the comparison ``candidate(x) == expected`` is made on this side, on
+plain decoded values, so nothing the candidate does in its own process can make
+an assert pass. Only a plan whose statements cannot run one by one (a
+``return`` in ``check``, say) runs ``check`` whole, as one unit.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import sys
+import textwrap
+import warnings
+from dataclasses import dataclass
+from types import CodeType, ModuleType
+from typing import Literal
+
+from graders.sandbox.proxy import (
+    CandidateError,
+    CandidateFunction,
+    Channel,
+    ChannelBroken,
+    LoadResult,
+    Uncrossable,
+)
+
+__all__ = ["CheckPlan", "CheckPlanError", "UnitOutcome", "plan_function_tests", "run_plan"]
+
+Outcome = Literal[
+    "passed",
+    "assertion_failed",
+    "runtime_error",
+    "memory_limit",
+    "timeout",
+    "exited",
+    "garbled",
+    "output_limit",
+    "uncrossable",
+    "setup_error",
+]
+
+
+class CheckPlanError(ValueError):
+    """The task's tests themselves cannot be parsed: the task is broken, not the candidate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One statement of the tests, compiled on its own."""
+
+    line: int
+    source: str
+    code: CodeType
+    is_unit: bool
+
+
+@dataclass(frozen=True, slots=True)
+class CheckPlan:
+    """The tests, ready to run against any candidate."""
+
+    prelude: tuple[Statement, ...]
+    statements: tuple[Statement, ...]
+    #: The parameter name ``check`` receives the candidate under, if any.
+    candidate_param: str | None
+    #: Names the tests read but never bind: candidates for proxies.
+    free_names: frozenset[str]
+
+    @property
+    def units(self) -> int:
+        """Return how many statements count for credit."""
+        return sum(s.is_unit for s in self.statements)
+
+
+@dataclass(frozen=True, slots=True)
+class UnitOutcome:
+    """What became of one unit (or of a setup statement that failed)."""
+
+    line: int
+    source: str
+    outcome: Outcome
+    error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        """Whether the unit passed."""
+        return self.outcome == "passed"
+
+
+def _has_assert(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Assert) for n in ast.walk(node))
+
+
+def _compile(stmts: list[ast.stmt], source: str, *, as_units: bool) -> tuple[Statement, ...]:
+    out: list[Statement] = []
+    # Whole lines, not ast.get_source_segment: that re-splits the source per call.
+    lines = source.splitlines()
+    for stmt in stmts:
+        end = stmt.end_lineno or stmt.lineno
+        text = textwrap.dedent("\n".join(lines[stmt.lineno - 1 : end])) or ast.unparse(stmt)
+        module = ast.Module(body=[stmt], type_ignores=[])
+        code = compile(module, "<tests>", "exec")
+        out.append(Statement(stmt.lineno, text[:300], code, as_units and _has_assert(stmt)))
+    return tuple(out)
+
+
+def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return loaded, bound
+
+
+def _tested(tree: ast.AST) -> set[str]:
+    """Names called on plain data on either side of an assert's comparison.
+
+    ``assert sum(10, 15) == 6`` tests ``sum``; in ``assert set(f(x)) == {1}``
+    the call wraps another call, so ``set`` is the test's helper, not its subject.
+    """
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+            for side in (node.test.left, *node.test.comparators):
+                if not (isinstance(side, ast.Call) and isinstance(side.func, ast.Name)):
+                    continue
+                arguments = [*side.args, *(k.value for k in side.keywords)]
+                if not any(isinstance(n, ast.Call) for a in arguments for n in ast.walk(a)):
+                    out.add(side.func.id)
+    return out
+
+
+def _is_check_call(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Name)
+        and stmt.value.func.id == "check"
+    )
+
+
+def plan_function_tests(tests: str | list[str], setup_code: str | None = None) -> CheckPlan:
+    """Split the tests into setup and per-assert units (see :func:`_plan`)."""
+    with warnings.catch_warnings():
+        # Dataset tests carry invalid escapes ("\w") that Python only warns about.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", SyntaxWarning)
+        return _plan(tests, setup_code)
+
+
+def _plan(tests: str | list[str], setup_code: str | None) -> CheckPlan:
+    """Split the tests into setup and per-assert units.
+
+    Args:
+        tests: a module defining ``check(candidate)`` (HumanEval), or a list of
+            assert statements (MBPP), or a module of top-level asserts.
+        setup_code: statements to run before the tests (MBPP's ``test_setup_code``).
+
+    Raises:
+        CheckPlanError: the tests do not parse.
+    """
+    source = tests if isinstance(tests, str) else "\n".join(tests)
+    setup = setup_code or ""
+    try:
+        tree = ast.parse(source)
+        setup_tree = ast.parse(setup)
+    except SyntaxError as e:
+        raise CheckPlanError(f"the tests do not parse: {e}") from e
+    loaded, bound = _names(tree)
+    setup_loaded, setup_bound = _names(setup_tree)
+    # Builtin names stay builtins unless they are what an assert tests (MBPP's
+    # ``sum`` task): a candidate must not redefine ``set`` or ``sorted`` to
+    # bend the test's own comparisons.
+    free = (loaded | setup_loaded) - bound - setup_bound - (set(dir(builtins)) - _tested(tree))
+    prelude = list(_compile(setup_tree.body, setup, as_units=False))
+    check = next(
+        (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None
+    )
+    if check is None:
+        statements = _compile(tree.body, source, as_units=True)
+        return CheckPlan(tuple(prelude), statements, None, frozenset(free))
+    others = [s for s in tree.body if s is not check and not _is_check_call(s)]
+    prelude += _compile(others, source, as_units=False)
+    param = check.args.args[0].arg if check.args.args else None
+    body = [
+        s
+        for s in check.body
+        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))  # docstring
+    ]
+    try:
+        statements = _compile(body, source, as_units=True)
+    except SyntaxError:
+        # e.g. a ``return`` inside check: run check whole, as one unit.
+        whole = ast.parse(f"check({param})" if param else "check()").body
+        prelude += _compile([check], source, as_units=False)
+        statements = _compile(whole, f"check({param})", as_units=True)
+        statements = (Statement(check.lineno, "check(...) (run whole)", statements[0].code, True),)
+    free.discard(param or "")
+    return CheckPlan(tuple(prelude), statements, param, frozenset(free))
+
+
+def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Channel) -> UnitOutcome:
+    events = len(channel.events)
+    outcome: Outcome = "passed"
+    error = ""
+    try:
+        exec(stmt.code, namespace)
+    except AssertionError as e:
+        outcome, error = "assertion_failed", str(e)[:500]
+    except CandidateError as e:
+        limit = e.type_name == "MemoryError"  # RLIMIT_AS: the run hit its memory limit
+        outcome, error = ("memory_limit" if limit else "runtime_error"), str(e)[:500]
+    except ChannelBroken as e:
+        outcome, error = e.reason, e.detail[:500]  # type: ignore[assignment]
+    except Uncrossable as e:
+        outcome, error = "uncrossable", str(e)[:500]
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:
+        # e.g. comparing a returned None with ``<``: the candidate's fault.
+        outcome, error = "runtime_error", f"{type(e).__name__}: {e}"[:500]
+    if outcome == "passed" and len(channel.events) > events:
+        # The test caught a channel failure (a bare ``except:``): still a failure.
+        reason = channel.events[-1]
+        broken = ("timeout", "exited", "garbled", "output_limit")
+        outcome = reason if reason in broken else "uncrossable"  # type: ignore[assignment]
+        error = "the test swallowed a sandbox failure"
+    if not stmt.is_unit and outcome == "passed":
+        return UnitOutcome(stmt.line, stmt.source, "passed")
+    if not stmt.is_unit:
+        outcome = "setup_error" if outcome == "runtime_error" else outcome
+    return UnitOutcome(stmt.line, stmt.source, outcome, error)
+
+
+#: Standard modules with import-time side effects the trusted side must not trigger.
+_NEVER_IMPORT = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"})
+
+
+def _stdlib_module(name: str) -> ModuleType | None:
+    top = name.split(".", 1)[0]
+    if top not in sys.stdlib_module_names or top in _NEVER_IMPORT:
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def run_plan(
+    plan: CheckPlan, channel: Channel, load: LoadResult, entry_point: str | None
+) -> list[UnitOutcome]:
+    """Run every statement against the loaded candidate; one outcome per unit or failed setup.
+
+    Raises:
+        CheckPlanError: the tests' own module-level setup failed.
+    """
+    namespace: dict[str, object] = {"__builtins__": builtins, "__name__": "__arbiter_tests__"}
+    for name in plan.free_names:
+        kind = load.names.get(name, "")
+        if kind == "callable":
+            namespace[name] = CandidateFunction(channel, name)
+        elif kind.startswith("module:"):
+            # Tests may lean on the candidate's imports (MBPP: ``sys.getsizeof``);
+            # only a standard-library module is imported here, never candidate code.
+            module = _stdlib_module(kind.removeprefix("module:"))
+            if module is not None:
+                namespace[name] = module
+    if plan.candidate_param and entry_point:
+        namespace[plan.candidate_param] = CandidateFunction(channel, entry_point)
+    for stmt in plan.prelude:
+        result = _run_statement(stmt, namespace, channel)
+        if not result.passed and not channel.events:
+            raise CheckPlanError(f"test setup failed at line {stmt.line}: {result.error}")
+    outcomes: list[UnitOutcome] = []
+    for stmt in plan.statements:
+        result = _run_statement(stmt, namespace, channel)
+        if stmt.is_unit or not result.passed:
+            outcomes.append(result)
+    return outcomes

@@ -1,0 +1,92 @@
+"""Length-prefixed messages over a stream socket, with a size cap and a deadline.
+
+A frame is a 4-byte big-endian length and that many bytes of JSON. The reader
+enforces the cap before reading the body, so a flood from the sandbox costs the
+trusted side nothing, and a deadline, so a silent sandbox cannot hang it.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import struct
+import time
+from typing import Any
+
+from graders.sandbox.codec import DecodeError, dumps, loads
+
+__all__ = ["ChannelClosed", "ChannelTimeout", "FrameTooLarge", "recv_frame", "send_frame"]
+
+_HEADER = struct.Struct(">I")
+
+
+class ChannelClosed(EOFError):
+    """The other end closed the socket (or died) before a whole frame arrived."""
+
+
+class ChannelTimeout(TimeoutError):
+    """No whole frame arrived before the deadline."""
+
+
+class FrameTooLarge(DecodeError):
+    """A frame announced more bytes than the reader accepts."""
+
+
+def send_frame(sock: socket.socket, message: Any, fds: list[int] | None = None) -> None:
+    """Send one JSON message, optionally passing file descriptors with it (SCM_RIGHTS)."""
+    body = dumps(message)
+    data = _HEADER.pack(len(body)) + body
+    if fds:
+        sent = socket.send_fds(sock, [data], fds)
+        data = data[sent:]
+    if data:
+        sock.sendall(data)
+
+
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    chunks: list[bytes] = []
+    while n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([sock], [], [], left)[0]:
+                raise ChannelTimeout("no reply before the deadline")
+        try:
+            chunk = sock.recv(min(n, 1 << 20))
+        except (ConnectionResetError, BrokenPipeError) as e:
+            raise ChannelClosed(str(e)) from None
+        if not chunk:
+            raise ChannelClosed("the other end closed the channel")
+        chunks.append(chunk)
+        n -= len(chunk)
+    return b"".join(chunks)
+
+
+def recv_frame(sock: socket.socket, *, max_bytes: int, deadline: float | None = None) -> Any:
+    """Read one message; a deadline is an absolute ``time.monotonic()``.
+
+    Raises:
+        ChannelClosed: end of stream.
+        ChannelTimeout: nothing whole before ``deadline``.
+        FrameTooLarge: the announced length exceeds ``max_bytes``.
+        DecodeError: the body is not valid JSON.
+    """
+    (length,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size, deadline))
+    if length > max_bytes:
+        raise FrameTooLarge(f"a {length}-byte message exceeds the {max_bytes}-byte cap")
+    return loads(_recv_exact(sock, length, deadline))
+
+
+def recv_frame_with_fds(sock: socket.socket, *, max_bytes: int) -> tuple[Any, list[int]]:
+    """Read one message that may carry file descriptors (the zygote's control channel)."""
+    head, fds, _flags, _addr = socket.recv_fds(sock, _HEADER.size, 4)
+    if not head:
+        raise ChannelClosed("the other end closed the channel")
+    if len(head) < _HEADER.size:
+        head += _recv_exact(sock, _HEADER.size - len(head), None)
+    (length,) = _HEADER.unpack(head)
+    if length > max_bytes:
+        for fd in fds:
+            os.close(fd)
+        raise FrameTooLarge(f"a {length}-byte message exceeds the {max_bytes}-byte cap")
+    return loads(_recv_exact(sock, length, None)), list(fds)

@@ -1,0 +1,577 @@
+"""The trusted side of the sandbox: a pool of confined zygotes, one per slot.
+
+Each slot is a fresh interpreter (never a fork of this process, which may hold
+secrets and other tasks' tests) that confines itself once and then forks one
+confined child per run (see :mod:`graders.sandbox._zygote`). The pool hands a
+slot to one run at a time; a slot whose zygote stops answering is killed and
+started again, and the run gets a :class:`SandboxError`, an infrastructure
+fault that is never the candidate's.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import queue
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graders.sandbox import codec
+from graders.sandbox.frames import ChannelClosed, ChannelTimeout, recv_frame, send_frame
+
+__all__ = [
+    "DEFAULT_PRELOAD",
+    "FunctionRun",
+    "Limits",
+    "PoolConfig",
+    "RunReport",
+    "SandboxError",
+    "SandboxPool",
+]
+
+#: Modules imported by the zygote before it loses read access to the interpreter.
+DEFAULT_PRELOAD: tuple[str, ...] = (
+    "abc",
+    "array",
+    "ast",
+    "base64",
+    "binascii",
+    "contextlib",
+    "csv",
+    "difflib",
+    "errno",
+    "fnmatch",
+    "glob",
+    "pathlib",
+    "pprint",
+    "queue",
+    "secrets",
+    "shutil",
+    "tempfile",
+    "threading",
+    "unittest",
+    "uuid",
+    "weakref",
+    "zlib",
+    # Codecs are looked up lazily (str.encode("latin-1"), socket's idna).
+    "encodings.ascii",
+    "encodings.cp1252",
+    "encodings.hex_codec",
+    "encodings.idna",
+    "encodings.latin_1",
+    "encodings.raw_unicode_escape",
+    "encodings.unicode_escape",
+    "encodings.utf_16",
+    "encodings.utf_32",
+    "encodings.utf_8_sig",
+    "bisect",
+    "calendar",
+    "cmath",
+    "collections",
+    "collections.abc",
+    "copy",
+    "dataclasses",
+    "datetime",
+    "decimal",
+    "enum",
+    "fractions",
+    "functools",
+    "hashlib",
+    "heapq",
+    "io",
+    "itertools",
+    "json",
+    "math",
+    "numbers",
+    "operator",
+    "random",
+    "re",
+    "statistics",
+    "string",
+    "struct",
+    "textwrap",
+    "time",
+    "traceback",
+    "types",
+    "typing",
+    "unicodedata",
+)
+
+_PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+_START_TIMEOUT_S = 30.0
+#: Time the zygote may take beyond a run's own deadline to kill, sweep and report.
+_REPORT_GRACE_S = 5.0
+_CONTROL_MAX_BYTES = 64 << 20
+#: Per slot: run directories (zygote), the suite's tests (read-only to runs), its work dir.
+_SLOT_DIRS = ("runs", "tests", "work")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself failed (a zygote died or hung, no slot was free): not the candidate."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Per-run limits, enforced in the confined child."""
+
+    timeout_s: float = 10.0
+    memory_mb: int = 512
+    #: With no memory cgroup, a run's memory is bounded by max_processes x memory_mb.
+    max_processes: int = 8
+    max_output_bytes: int = 1 << 20
+    max_open_files: int = 64
+
+    def message(self) -> dict[str, Any]:
+        """Return the limits as the zygote reads them."""
+        return {
+            "timeout_s": self.timeout_s,
+            "cpu_s": self.timeout_s + 1,
+            "memory_mb": self.memory_mb,
+            "max_processes": self.max_processes,
+            "max_output_bytes": self.max_output_bytes,
+            "max_open_files": self.max_open_files,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    """What the zygote saw of one run; the run's own claims are never in here."""
+
+    exit_code: int | None
+    signal: int | None
+    ended_by: str
+    wall_s: float
+    cpu_s: float
+    maxrss_kb: int
+    strays: int
+    stdout: bytes
+    stdout_size: int
+    stderr: bytes
+    stderr_size: int
+    #: What a pytest run wrote on its report descriptor (a claim to cross-check).
+    report: bytes = b""
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether the wall-clock deadline (or the CPU limit) ended the run."""
+        return self.ended_by == "deadline" or self.signal == signal.SIGXCPU
+
+    @property
+    def output_limited(self) -> bool:
+        """Whether the run hit the output cap (RLIMIT_FSIZE delivers SIGXFSZ)."""
+        return self.signal == signal.SIGXFSZ
+
+    @property
+    def seccomp_killed(self) -> bool:
+        """Whether the run made a forbidden syscall (seccomp kills with SIGSYS)."""
+        return self.signal == signal.SIGSYS
+
+    @classmethod
+    def parse(cls, message: dict[str, Any]) -> RunReport:
+        """Build a report from the zygote's ``done`` message."""
+        return cls(
+            exit_code=message["exit_code"],
+            signal=message["signal"],
+            ended_by=str(message["ended_by"]),
+            wall_s=float(message["wall_s"]),
+            cpu_s=float(message["cpu_s"]),
+            maxrss_kb=int(message["maxrss_kb"]),
+            strays=int(message["strays"]),
+            stdout=codec.decode(message["stdout"]),
+            stdout_size=int(message["stdout_size"]),
+            stderr=codec.decode(message["stderr"]),
+            stderr_size=int(message["stderr_size"]),
+            report=codec.decode(message.get("report", {"b": ""})),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PoolConfig:
+    """How many slots, which uids, and what the zygotes pre-import."""
+
+    slots: int | None = None
+    #: Slot i runs as uid ``uid_base + i`` (when started as root): RLIMIT_NPROC
+    #: counts per uid across the host, so a fork bomb in one slot must not
+    #: starve the others.
+    uid_base: int = 61000
+    preload: tuple[str, ...] = DEFAULT_PRELOAD
+    scratch_root: str | None = None
+    acquire_timeout_s: float = 60.0
+    #: Pre-import and warm up pytest in the zygotes (needed for ``pytest`` tasks).
+    pytest: bool = True
+
+
+def _read_only_paths() -> list[str]:
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths.update(v for k, v in sysconfig.get_paths().items() if k != "scripts")
+    # System libraries: extension modules imported later may need to map them.
+    paths.update(("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib"))
+    return sorted(p for p in paths if os.path.exists(p))
+
+
+def _open_dir(path: str) -> int:
+    """Open a slot subdirectory without following a symlink a run may have planted."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    if not stat.S_ISDIR(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise SandboxError(f"{path} is not a directory")
+    return fd
+
+
+def _fill(slot_dir: str, files: dict[str, str]) -> None:
+    """Empty ``tests/`` and ``work/`` and write ``files`` (``"tests/x.py"`` → text) into them.
+
+    Every operation is relative to a descriptor of the directory, and nothing
+    is followed: whatever a run left there (symlinks included) is removed, never
+    written through.
+    """
+    wanted: dict[str, dict[str, str]] = {"tests": {}, "work": {}}
+    for key, text in files.items():
+        sub, _, name = key.partition("/")
+        if sub not in wanted or not name or "/" in name or name.startswith("."):
+            raise ValueError(f"a suite file must be tests/NAME or work/NAME, not {key!r}")
+        wanted[sub][name] = text
+    for sub, content in wanted.items():
+        fd = _open_dir(os.path.join(slot_dir, sub))
+        try:
+            for entry in os.listdir(fd):
+                if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
+                    shutil.rmtree(entry, dir_fd=fd, ignore_errors=True)
+                else:
+                    os.unlink(entry, dir_fd=fd)
+            for name, text in content.items():
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                out = os.open(name, flags, 0o644, dir_fd=fd)
+                with os.fdopen(out, "w", encoding="utf-8") as f:
+                    f.write(text)
+        finally:
+            os.close(fd)
+
+
+class _Slot:
+    """One zygote and its control socket; used by one run at a time."""
+
+    def __init__(self, index: int, pool: SandboxPool) -> None:
+        self.index = index
+        self.pool = pool
+        self.uid = pool.config.uid_base + index
+        self.dir = os.path.join(pool.scratch, f"slot-{index}")
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.ctrl: socket.socket | None = None
+        self.layers: dict[str, str] = {}
+        self.missing: list[str] = []
+        self.seq = 0
+        self.log = self.dir + ".log"
+
+    def start(self) -> None:
+        if os.path.exists(self.dir):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        # The slot directory stays ours: a run must not rename tests/ or work/ (and
+        # plant a symlink where the trusted side later writes a suite).
+        os.mkdir(self.dir, 0o711)
+        for sub in _SLOT_DIRS:
+            os.mkdir(os.path.join(self.dir, sub), 0o700)
+            if os.getuid() == 0:
+                os.chown(os.path.join(self.dir, sub), self.uid, self.uid)
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # The zygote's own stderr (its crashes) goes to a log beside, not inside, its scratch.
+        self.log = self.dir + ".log"
+        log = open(self.log, "wb")  # noqa: SIM115 - handed to the child, closed below
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            # The project, plus whatever path the trusted process was given (an
+            # interpreter outside a virtual environment finds its packages there).
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
+            ),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "LANG": "C.UTF-8",
+            "HOME": os.path.join(self.dir, "runs"),
+            "TMPDIR": os.path.join(self.dir, "runs"),
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        }
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-s", "-m", "graders.sandbox._zygote", str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=env,
+                cwd=self.dir,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        finally:
+            theirs.close()
+            log.close()
+        self.ctrl = ours
+        self.seq = 0
+        try:
+            send_frame(
+                ours,
+                {
+                    "uid": self.uid,
+                    "gid": self.uid,
+                    "scratch": self.dir,
+                    "read_only": _read_only_paths(),
+                    "preload": list(self.pool.config.preload),
+                    "pytest": self.pool.config.pytest,
+                },
+            )
+            ready = recv_frame(
+                ours,
+                max_bytes=_CONTROL_MAX_BYTES,
+                deadline=time.monotonic() + _START_TIMEOUT_S,
+            )
+        except (OSError, EOFError, ValueError) as e:
+            self.kill()
+            raise SandboxError(
+                f"sandbox slot {self.index} did not start: {e}; {self.log_tail()}"
+            ) from e
+        self.layers = dict(ready["layers"])
+        self.missing = list(ready["missing"])
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            # The outer zygote's death SIGKILLs PID 1 (PDEATHSIG), and with it the namespace.
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+        if self.ctrl is not None:
+            self.ctrl.close()
+            self.ctrl = None
+
+    def log_tail(self) -> str:
+        try:
+            with open(self.log, "rb") as f:
+                f.seek(max(0, os.path.getsize(self.log) - 600))
+                return "zygote log: " + f.read().decode(errors="replace")
+        except OSError:
+            return "no zygote log"
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def begin(self, request: dict[str, Any], fd: int | None) -> int:
+        if not self.alive:
+            self.kill()
+            self.start()
+        assert self.ctrl is not None
+        self.seq += 1
+        request["seq"] = self.seq
+        try:
+            send_frame(self.ctrl, request, [fd] if fd is not None else None)
+        except OSError as e:
+            self.kill()
+            raise SandboxError(f"sandbox slot {self.index} is gone: {e}") from e
+        return self.seq
+
+    def finish(self, seq: int, deadline: float, *, end: bool) -> RunReport:
+        assert self.ctrl is not None
+        try:
+            if end:
+                send_frame(self.ctrl, {"op": "end", "seq": seq})
+            while True:
+                message = recv_frame(self.ctrl, max_bytes=_CONTROL_MAX_BYTES, deadline=deadline)
+                if message.get("op") == "done" and message.get("seq") == seq:
+                    return RunReport.parse(message)
+        except (ChannelClosed, ChannelTimeout, OSError, ValueError, KeyError) as e:
+            self.kill()
+            raise SandboxError(
+                f"sandbox slot {self.index} failed during a run: {e}; {self.log_tail()}"
+            ) from e
+
+
+@dataclass
+class FunctionRun:
+    """A candidate module loaded in a confined child, reachable through ``channel``."""
+
+    channel: socket.socket
+    deadline: float
+    report: RunReport | None = field(default=None)
+
+
+class SandboxPool:
+    """Pre-forked confined zygotes, one run per slot at a time; thread-safe."""
+
+    def __init__(self, config: PoolConfig | None = None) -> None:
+        self.config = config or PoolConfig()
+        self.size = self.config.slots or os.cpu_count() or 1
+        self.scratch = ""
+        self._slots: list[_Slot] = []
+        self._idle: queue.Queue[_Slot] = queue.Queue()
+        self._lock = threading.Lock()
+        self._started = False
+
+    def start(self) -> None:
+        """Start every slot (idempotent)."""
+        with self._lock:
+            if self._started:
+                return
+            self.scratch = tempfile.mkdtemp(prefix="arbiter-sandbox-", dir=self.config.scratch_root)
+            # Slots run as other uids: they must reach their own directories.
+            os.chmod(self.scratch, 0o711)
+            try:
+                for i in range(self.size):
+                    slot = _Slot(i, self)
+                    slot.start()
+                    self._slots.append(slot)
+                    self._idle.put(slot)
+            except BaseException:
+                self._close_slots()
+                raise
+            self._started = True
+            # Zygotes die with this process anyway (PDEATHSIG); this also removes scratch.
+            atexit.register(self.close)
+
+    def _close_slots(self) -> None:
+        for slot in self._slots:
+            slot.kill()
+        self._slots.clear()
+        # A killed zygote may still be exiting (PDEATHSIG is asynchronous): retry.
+        for _ in range(20):
+            if not self.scratch or not os.path.exists(self.scratch):
+                break
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        """Kill every zygote (and so every run) and remove the scratch directories."""
+        with self._lock:
+            self._close_slots()
+            self._idle = queue.Queue()
+            if self._started:
+                atexit.unregister(self.close)
+            self._started = False
+
+    def __enter__(self) -> SandboxPool:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def layers(self) -> dict[str, str]:
+        """Return which layers the zygotes reported active (slot 0; they are all alike)."""
+        self.start()
+        return dict(self._slots[0].layers)
+
+    def health(self) -> str | None:
+        """Return what is wrong with a started pool (a zygote that died), or ``None``."""
+        with self._lock:
+            if not self._started:
+                return None
+            dead = [s.index for s in self._slots if s.proc is None or s.proc.poll() is not None]
+        if dead:
+            return f"sandbox zygote(s) {dead} exited"
+        return None
+
+    def utilization(self) -> float:
+        """Fraction of slots running a job now (0.0 before the pool starts)."""
+        if not self._started or not self.size:
+            return 0.0
+        return (self.size - self._idle.qsize()) / self.size
+
+    def missing_modules(self) -> list[str]:
+        """Return preload modules that could not be imported."""
+        self.start()
+        return list(self._slots[0].missing)
+
+    @contextlib.contextmanager
+    def _slot(self) -> Iterator[_Slot]:
+        self.start()
+        try:
+            slot = self._idle.get(timeout=self.config.acquire_timeout_s)
+        except queue.Empty:
+            raise SandboxError("no sandbox slot became free in time") from None
+        try:
+            yield slot
+        finally:
+            self._idle.put(slot)
+
+    def run_script(self, code: str, stdin: bytes, limits: Limits) -> RunReport:
+        """Run ``code`` as ``__main__`` with ``stdin``; the report carries its stdout."""
+        with self._slot() as slot:
+            started = time.monotonic()
+            request = {
+                "op": "run",
+                "mode": "script",
+                "code": code,
+                "stdin": codec.encode(stdin),
+                "limits": limits.message(),
+            }
+            seq = slot.begin(request, None)
+            return slot.finish(seq, started + limits.timeout_s + _REPORT_GRACE_S, end=False)
+
+    def run_pytest(self, files: dict[str, str], limits: Limits, nonce: str) -> RunReport:
+        """Run a pytest suite; ``files`` maps ``tests/...`` and ``work/...`` paths to text.
+
+        ``nonce`` goes into the suite's report, so a report written up front
+        (before the runner existed) can be told from a real one.
+        """
+        if not self.config.pytest:
+            raise SandboxError("this pool was started without pytest support")
+        with self._slot() as slot:
+            # Written here, not by the zygote: no suite ever enters a zygote's memory,
+            # where later runs (forked from it) could dig it up.
+            try:
+                _fill(slot.dir, files)
+            except OSError as e:
+                raise SandboxError(f"could not prepare slot {slot.index} for a suite: {e}") from e
+            try:
+                started = time.monotonic()
+                request = {
+                    "op": "run",
+                    "mode": "pytest",
+                    "code": "",
+                    "nonce": nonce,
+                    "limits": limits.message(),
+                }
+                seq = slot.begin(request, None)
+                return slot.finish(seq, started + limits.timeout_s + _REPORT_GRACE_S, end=False)
+            finally:
+                _fill(slot.dir, {})
+
+    @contextlib.contextmanager
+    def function_run(self, code: str, limits: Limits) -> Iterator[FunctionRun]:
+        """Load ``code`` in a confined child and yield a channel to it.
+
+        On exit the child is killed and swept, and ``report`` is set. Raises
+        :class:`SandboxError` when the slot fails (not when the candidate does).
+        """
+        with self._slot() as slot:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            started = time.monotonic()
+            try:
+                request = {
+                    "op": "run",
+                    "mode": "function",
+                    "code": code,
+                    "limits": limits.message(),
+                }
+                seq = slot.begin(request, theirs.fileno())
+            finally:
+                theirs.close()
+            run = FunctionRun(ours, started + limits.timeout_s)
+            try:
+                yield run
+            finally:
+                ours.close()
+                run.report = slot.finish(
+                    seq, started + limits.timeout_s + _REPORT_GRACE_S, end=True
+                )

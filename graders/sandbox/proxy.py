@@ -1,0 +1,225 @@
+"""Call the candidate's functions in the confined child from the trusted side.
+
+A :class:`CandidateFunction` looks like the candidate's function to test code:
+calling it encodes the arguments, sends them over the run's socket and decodes
+the reply into plain builtin values. Whatever happens on the channel (the child
+died, timed out, or sent something garbled, forged or unencodable) is recorded
+on the :class:`Channel` as well as raised, so a test that swallows the error
+with a bare ``except:`` still cannot turn it into a pass.
+"""
+
+from __future__ import annotations
+
+import secrets
+import select
+import socket
+from dataclasses import dataclass, field
+from typing import Any
+
+from graders.sandbox import codec
+from graders.sandbox.frames import (
+    ChannelClosed,
+    ChannelTimeout,
+    FrameTooLarge,
+    recv_frame,
+    send_frame,
+)
+
+__all__ = [
+    "CandidateError",
+    "CandidateFunction",
+    "Channel",
+    "ChannelBroken",
+    "LoadResult",
+    "RemoteObject",
+    "Uncrossable",
+]
+
+
+class CandidateError(Exception):
+    """The candidate's function raised; ``type_name`` is the exception's class name."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(f"{type_name}: {message}")
+        self.type_name = type_name
+        self.message = message
+
+
+class ChannelBroken(BaseException):
+    """The run can no longer answer: dead, timed out, or garbled.
+
+    A BaseException so that test code's ``except Exception`` does not catch it.
+    """
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class Uncrossable(BaseException):
+    """An argument or a result has no safe encoding (e.g. an instance of the candidate's class)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    """How loading the candidate module went."""
+
+    ok: bool
+    #: Candidate global → ``callable``, ``value`` or ``module:<name>``.
+    names: dict[str, str] = field(default_factory=dict)
+    error_type: str = ""
+    error_message: str = ""
+
+
+class Channel:
+    """The trusted end of one run's socket, with the run's deadline."""
+
+    def __init__(self, sock: socket.socket, deadline: float, *, max_bytes: int) -> None:
+        self.sock = sock
+        self.deadline = deadline
+        self.max_bytes = max_bytes
+        self.broken: ChannelBroken | None = None
+        #: Every channel-level event (breakage, uncrossable values) in order.
+        self.events: list[str] = []
+        self._next_id = 0
+        self._remote: dict[int, RemoteObject] = {}
+
+    def _handle(self, value: Any) -> int:
+        if isinstance(value, RemoteObject) and value._channel is self:
+            return value.handle
+        raise codec.EncodeError(f"a value of type {type(value).__name__} cannot be sent")
+
+    def _remote_object(self, handle: int) -> RemoteObject:
+        if handle not in self._remote:
+            self._remote[handle] = RemoteObject(self, handle)
+        return self._remote[handle]
+
+    def _break(self, reason: str, detail: str) -> ChannelBroken:
+        if self.broken is None:
+            self.broken = ChannelBroken(reason, detail)
+            self.events.append(reason)
+        return self.broken
+
+    def _receive(self) -> Any:
+        try:
+            return recv_frame(self.sock, max_bytes=self.max_bytes, deadline=self.deadline)
+        except ChannelTimeout as e:
+            raise self._break("timeout", str(e)) from None
+        except (ChannelClosed, OSError) as e:
+            raise self._break("exited", str(e)) from None
+        except FrameTooLarge as e:
+            # Too big to read is not forged: a result over the cap, like an output flood.
+            raise self._break("output_limit", str(e)) from None
+        except codec.DecodeError as e:
+            raise self._break("garbled", str(e)) from None
+
+    def check_quiet(self) -> None:
+        """Flag the channel if the child sent anything nobody asked for (forged frames)."""
+        if self.broken is None and select.select([self.sock], [], [], 0)[0]:
+            try:
+                unsolicited = self.sock.recv(1, socket.MSG_PEEK)
+            except OSError:
+                return
+            if unsolicited:
+                self._break("garbled", "the run sent messages nobody asked for")
+
+    def load(self) -> LoadResult:
+        """Wait for the child's report on loading the candidate module."""
+        message = self._receive()
+        if type(message) is not dict or type(message.get("ready")) is not bool:
+            raise self._break("garbled", "malformed load report")
+        if not message["ready"]:
+            return LoadResult(
+                False,
+                error_type=str(message.get("type", ""))[:200],
+                error_message=str(message.get("message", ""))[:2000],
+            )
+        names = message.get("names")
+        if type(names) is not list or not all(
+            type(n) is list and len(n) == 2 and type(n[0]) is str and type(n[1]) is str
+            for n in names
+        ):
+            raise self._break("garbled", "malformed name list")
+        return LoadResult(True, names={n[0]: n[1] for n in names})
+
+    def call(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call ``name`` in the child; return its decoded result or raise."""
+        if self.broken is not None:
+            raise self.broken
+        try:
+            request = {
+                "op": "call",
+                "id": self._next_id,
+                "fn": name,
+                "args": codec.encode(list(args), refs=self._handle),
+                "kwargs": codec.encode(dict(kwargs), refs=self._handle),
+            }
+        except codec.EncodeError as e:
+            self.events.append("uncrossable_argument")
+            raise Uncrossable(str(e)) from None
+        call_id = self._next_id
+        self._next_id += 1
+        # A reply must echo a secret it could not have known before the call:
+        # replies written ahead of time (a forged channel) are caught here.
+        nonce = secrets.token_hex(8)
+        request["nonce"] = nonce
+        try:
+            send_frame(self.sock, request)
+        except OSError as e:
+            raise self._break("exited", str(e)) from None
+        reply = self._receive()
+        if type(reply) is not dict or reply.get("id") != call_id or reply.get("nonce") != nonce:
+            raise self._break("garbled", "a reply that does not answer the call")
+        if "ok" in reply and len(reply) == 3:
+            try:
+                return codec.decode(reply["ok"], refs=self._remote_object)
+            except codec.DecodeError as e:
+                raise self._break("garbled", str(e)) from None
+        error = reply.get("err")
+        if type(error) is not dict:
+            raise self._break("garbled", "a reply with neither a result nor an error")
+        type_name = str(error.get("type", ""))[:200]
+        message = str(error.get("message", ""))[:2000]
+        if type_name == "Uncrossable":
+            self.events.append("uncrossable_result")
+            raise Uncrossable(message)
+        raise CandidateError(type_name, message)
+
+
+class RemoteObject:
+    """A handle to an object that stays in the sandbox (an instance of the candidate's class).
+
+    It can be passed back to the candidate's functions, and it equals only
+    itself: an object whose ``__eq__`` always returns True stays on the other
+    side, so it cannot satisfy a comparison made here. Its truth value is
+    unknown here, and asking for it fails the test.
+    """
+
+    __slots__ = ("_channel", "handle")
+
+    def __init__(self, channel: Channel, handle: int) -> None:
+        self._channel = channel
+        self.handle = handle
+
+    def __bool__(self) -> bool:
+        self._channel.events.append("uncrossable_result")
+        raise Uncrossable("the truth value of an object in the sandbox is not known here")
+
+    def __repr__(self) -> str:
+        return f"<object #{self.handle} in the sandbox>"
+
+
+class CandidateFunction:
+    """Stands in for the candidate's function ``name`` on the trusted side."""
+
+    def __init__(self, channel: Channel, name: str) -> None:
+        self._channel = channel
+        self.__name__ = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the candidate's function in the sandbox."""
+        return self._channel.call(self.__name__, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<candidate function {self.__name__}>"

@@ -1,0 +1,567 @@
+"""Unit tests: run the response's code in the sandbox and score the fraction of tests passed.
+
+Three task kinds, each with a verdict the candidate cannot write itself:
+
+* ``python_function``: the tests (a HumanEval ``check(candidate)`` or an MBPP
+  assert list) run here, in the trusted process, one assert per unit, calling
+  the candidate's functions through proxies into the confined child
+  (:mod:`graders.sandbox.checks`);
+* ``stdin_stdout``: each case runs the program in a fresh confined child and
+  this side compares the output (exact, whitespace-insensitive, or with a float
+  tolerance);
+* ``pytest``: test files that import the candidate run inside the sandbox
+  under hardened flags; their report is cross-checked against the test ids
+  collected here, and signs of tampering become violations
+  (:mod:`graders.sandbox.pytest_run`).
+
+Failures are typed: ``no_code``, ``syntax_error``, ``collection_error`` (the
+tests themselves are broken), ``timeout`` (nothing passed before the deadline),
+``sandbox_error`` (infrastructure, retried once, never the candidate's fault).
+What the sandbox saw (a forbidden syscall, processes left behind, an exit
+before the tests, an output flood, a garbled channel) becomes violations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import math
+import re
+import secrets
+import threading
+import warnings
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from graders.base import Grader, GraderConfig
+from graders.code import extract_code
+from graders.sandbox import (
+    LAYERS,
+    Channel,
+    ChannelBroken,
+    CheckPlan,
+    CheckPlanError,
+    Limits,
+    MissingLayersError,
+    RunReport,
+    SandboxError,
+    SandboxPool,
+    UnitOutcome,
+    plan_function_tests,
+    require_layers,
+    run_plan,
+)
+from graders.sandbox.suites import cross_check, expected_test_ids, tampering_signals
+from graders.types import (
+    FailureKind,
+    GradeResult,
+    IOCase,
+    Sample,
+    TaskSpec,
+    Violation,
+    ViolationType,
+)
+
+__all__ = [
+    "UnitTestsConfig",
+    "UnitTestsGrader",
+    "outputs_match",
+    "score_outcomes",
+]
+
+
+class UnitTestsConfig(GraderConfig):
+    """Limits and scoring for the unit-test grader."""
+
+    timeout_s: float = Field(
+        default=10.0, gt=0, le=600, description="Wall-clock limit per sandbox run."
+    )
+    memory_mb: int = Field(default=512, ge=64, le=1 << 16, description="Address-space limit.")
+    max_processes: int = Field(
+        default=8,
+        ge=1,
+        le=4096,
+        description="Processes per run (memory is bounded by max_processes x memory_mb).",
+    )
+    max_output_bytes: int = Field(
+        default=1 << 20, ge=1024, le=1 << 30, description="Cap on each file a run writes."
+    )
+    partial_credit: bool = Field(
+        default=True, description="Score the fraction passed; otherwise all or nothing."
+    )
+    code_blocks: Literal["all", "last"] = Field(
+        default="all", description="Which fenced blocks of the response make the program."
+    )
+    require_layers: tuple[str, ...] = Field(
+        default=(),
+        description=(
+            "Sandbox layers that must be active (see graders.sandbox.LAYERS); without them "
+            "every sample fails with sandbox_error rather than run with less."
+        ),
+    )
+    fail_as_zero: bool = Field(
+        default=False,
+        description=(
+            "Score candidate faults that have a typed failure (syntax_error, timeout) as 0.0 "
+            "instead of leaving them unscored."
+        ),
+    )
+
+    @field_validator("require_layers")
+    @classmethod
+    def _known_layers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(LAYERS))
+        if unknown:
+            raise ValueError(f"unknown sandbox layers {unknown}; known: {', '.join(LAYERS)}")
+        return value
+
+    def limits(self) -> Limits:
+        """Return the sandbox limits for one run."""
+        return Limits(
+            timeout_s=self.timeout_s,
+            memory_mb=self.memory_mb,
+            max_processes=self.max_processes,
+            max_output_bytes=self.max_output_bytes,
+        )
+
+
+def score_outcomes(passed: int, total: int, *, partial_credit: bool) -> float:
+    """Turn counts into a score in [0, 1] (pure); no tests at all scores 0, not 1."""
+    if total <= 0:
+        return 0.0
+    if partial_credit:
+        return passed / total
+    return 1.0 if passed == total else 0.0
+
+
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|nan)$", re.IGNORECASE)
+
+
+def outputs_match(
+    actual: str,
+    expected: str,
+    mode: Literal["exact", "whitespace", "float"],
+    tolerance: float = 1e-6,
+) -> bool:
+    """Compare a program's output with the expected one (pure).
+
+    ``exact`` compares the text; ``whitespace`` compares the whitespace-split
+    tokens; ``float`` does too, but numeric tokens match within ``tolerance``
+    (absolute or relative) and never against a non-numeric token.
+    """
+    if mode == "exact":
+        return actual == expected
+    got, want = actual.split(), expected.split()
+    if mode == "whitespace" or len(got) != len(want):
+        return got == want
+    for a, b in zip(got, want, strict=True):
+        if a == b:
+            continue
+        if not (_NUMBER.match(a) and _NUMBER.match(b)):
+            return False
+        x, y = float(a), float(b)
+        if math.isnan(x) or math.isnan(y):
+            return False
+        if not math.isclose(x, y, rel_tol=tolerance, abs_tol=tolerance):
+            return False
+    return True
+
+
+def _observed(report: RunReport | None, code: str) -> list[Violation]:
+    """Turn what the zygote saw of a run into violations."""
+    if report is None:
+        return []
+    out: list[Violation] = []
+    if report.seccomp_killed:
+        network = "socket" in code
+        kind = ViolationType.NETWORK_ACCESS if network else ViolationType.FORBIDDEN_OPERATION
+        out.append(
+            Violation(
+                type=kind,
+                detail="killed by seccomp (SIGSYS): a forbidden syscall such as socket, "
+                "ptrace, mount, unshare, setns, bpf or io_uring",
+                source="sandbox",
+            )
+        )
+    if report.strays:
+        out.append(
+            Violation(
+                type=ViolationType.SUBPROCESS,
+                detail=f"{report.strays} process(es) outlived the run and were killed",
+                source="sandbox",
+            )
+        )
+    if report.output_limited:
+        out.append(
+            Violation(
+                type=ViolationType.RESOURCE_ABUSE,
+                detail="output flood: the run hit the output cap (SIGXFSZ)",
+                source="sandbox",
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _cached_plan(tests: str | tuple[str, ...], setup_code: str | None) -> CheckPlan:
+    """Plan once per task: a GRPO group grades many responses against the same tests."""
+    return plan_function_tests(tests if isinstance(tests, str) else list(tests), setup_code)
+
+
+def _report_details(report: RunReport | None) -> dict[str, Any] | None:
+    if report is None:
+        return None
+    return {
+        "exit_code": report.exit_code,
+        "signal": report.signal,
+        "ended_by": report.ended_by,
+        "wall_s": round(report.wall_s, 4),
+        "cpu_s": round(report.cpu_s, 4),
+        "maxrss_kb": report.maxrss_kb,
+        "strays": report.strays,
+    }
+
+
+def _outcome_dict(o: UnitOutcome) -> dict[str, Any]:
+    return {"line": o.line, "source": o.source, "outcome": o.outcome, "error": o.error}
+
+
+class UnitTestsGrader(Grader[UnitTestsConfig]):
+    """Runs the task's tests against the response's code in the sandbox."""
+
+    name: ClassVar[str] = "unit_tests"
+    version: ClassVar[str] = "1"
+    config_model = UnitTestsConfig
+    description: ClassVar[str] = (
+        "fraction of unit tests passed in a hardened sandbox, with a verdict made outside it"
+    )
+    default_timeout_s: ClassVar[float] = 120.0
+
+    def __init__(self, pool: SandboxPool | None = None) -> None:
+        self._pool = pool
+        self._pool_lock = threading.Lock()
+
+    @property
+    def pool(self) -> SandboxPool:
+        """Return the sandbox pool, starting a default one on first use."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = SandboxPool()
+            return self._pool
+
+    async def readiness(self) -> str | None:
+        """Report a sandbox pool whose zygotes died (a pool not started yet is fine)."""
+        with self._pool_lock:
+            pool = self._pool
+        return pool.health() if pool is not None else None
+
+    def close(self) -> None:
+        """Stop the sandbox pool (its zygotes and every run)."""
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+
+    async def grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
+        """Grade one sample in a worker thread (sandbox I/O and trusted tests block)."""
+        return await asyncio.to_thread(self.grade_sync, sample, config)
+
+    def grade_sync(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
+        """Grade one sample, blocking; never raises for a bad response or task."""
+        task = sample.task
+        if task is None:
+            return self.failed(FailureKind.MISSING_INPUT, "the sample has no task to test against")
+        with warnings.catch_warnings():
+            # The candidate's own warnings (invalid escapes) are not ours to show.
+            warnings.simplefilter("ignore")
+            extracted = extract_code(sample.response, which=config.code_blocks)
+        if extracted is None:
+            return self.failed(FailureKind.NO_CODE, "no Python code found in the response")
+        code = extracted.code
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(code, "solution.py", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as e:
+            line = getattr(e, "lineno", None)
+            return self._candidate_fault(
+                FailureKind.SYNTAX_ERROR, f"{type(e).__name__}: {e}", config, {"line": line}
+            )
+        if config.require_layers:
+            try:
+                require_layers(self.pool.layers(), config.require_layers)
+            except MissingLayersError as e:
+                return self.failed(FailureKind.SANDBOX_ERROR, str(e))
+        grade_kind = {
+            "python_function": self._grade_function,
+            "stdin_stdout": self._grade_stdio,
+            "pytest": self._grade_pytest,
+        }[task.kind]
+        try:
+            return grade_kind(code, task, config)
+        except SandboxError:
+            pass  # an infrastructure fault, not the candidate's: once more, on a fresh slot
+        try:
+            return grade_kind(code, task, config)
+        except SandboxError as e:
+            return GradeResult.failed(
+                self.name,
+                FailureKind.SANDBOX_ERROR,
+                f"the sandbox failed twice: {e}",
+                grader_version=self.version,
+                retryable=True,
+            )
+
+    def _candidate_fault(
+        self,
+        kind: FailureKind,
+        message: str,
+        config: UnitTestsConfig,
+        details: dict[str, Any],
+        violations: Sequence[Violation] = (),
+    ) -> GradeResult:
+        details = {**details, "failure_kind": kind.value, "message": message}
+        if config.fail_as_zero:
+            return self.scored(0.0, details=details, violations=tuple(violations))
+        return self.failed(kind, message, details=details, violations=tuple(violations))
+
+    def _grade_function(self, code: str, task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
+        if not isinstance(task.tests, str) and not all(isinstance(t, str) for t in task.tests):
+            return self.failed(
+                FailureKind.COLLECTION_ERROR, "python_function tests must be source text"
+            )
+        tests: str | list[str] = task.tests  # type: ignore[assignment]
+        try:
+            key = tests if isinstance(tests, str) else tuple(tests)
+            plan = _cached_plan(key, task.setup_code)
+        except CheckPlanError as e:
+            return self.failed(FailureKind.COLLECTION_ERROR, str(e))
+        if plan.units == 0:
+            return self.failed(FailureKind.COLLECTION_ERROR, "the tests contain no assert")
+        limits = config.limits()
+        outcomes: list[UnitOutcome] = []
+        load_error: tuple[str, str] | None = None
+        violations: list[Violation] = []
+        with self.pool.function_run(code, limits) as run:
+            cap = max(limits.max_output_bytes, 1 << 20)
+            channel = Channel(run.channel, run.deadline, max_bytes=cap)
+            try:
+                load = channel.load()
+            except ChannelBroken as e:
+                load_error = (e.reason, e.detail)
+            else:
+                if not load.ok:
+                    load_error = ("load_error", f"{load.error_type}: {load.error_message}")
+                else:
+                    try:
+                        outcomes = run_plan(plan, channel, load, task.entry_point)
+                    except CheckPlanError as e:
+                        return self.failed(FailureKind.COLLECTION_ERROR, str(e))
+            channel.check_quiet()
+            garbled = channel.broken is not None and channel.broken.reason == "garbled"
+        report = run.report
+        violations += _observed(report, code)
+        if garbled:
+            violations.append(
+                Violation(
+                    type=ViolationType.VERDICT_FORGERY,
+                    detail="the run sent a message that does not follow the protocol",
+                    source="sandbox",
+                )
+            )
+        if any(o.outcome == "output_limit" for o in outcomes):
+            violations.append(
+                Violation(
+                    type=ViolationType.RESOURCE_ABUSE,
+                    detail="a result over the size cap",
+                    source="sandbox",
+                )
+            )
+        # Not ``ended_by``: the zygote may read our "end" before it sees the exit.
+        exited_early = (
+            report is not None
+            and report.exit_code == 0
+            and (
+                (load_error is not None and load_error[0] == "exited")
+                or any(o.outcome == "exited" for o in outcomes)
+            )
+        )
+        raised_exit = any(
+            text.startswith(("SystemExit", "KeyboardInterrupt"))
+            for text in [load_error[1] if load_error else "", *(o.error for o in outcomes)]
+        )
+        if exited_early or raised_exit:
+            violations.append(
+                Violation(
+                    type=ViolationType.EARLY_EXIT,
+                    detail="the candidate tried to end its process before the tests ended",
+                    source="sandbox",
+                )
+            )
+        details: dict[str, Any] = {
+            "kind": "python_function",
+            "verdict": "trusted",
+            "sandbox": _report_details(report),
+        }
+        if load_error is not None:
+            reason, message = load_error
+            details.update(passed=0, total=plan.units, load_error=message)
+            if reason == "timeout":
+                return self._candidate_fault(
+                    FailureKind.TIMEOUT,
+                    f"loading the code took more than {config.timeout_s:g} s",
+                    config,
+                    details,
+                    violations,
+                )
+            details["failure_kind"] = (
+                "import_error"
+                if "ImportError" in message or ("ModuleNotFoundError" in message)
+                else "runtime_error"
+            )
+            return self.scored(0.0, details=details, violations=tuple(violations))
+        passed = sum(o.passed for o in outcomes)
+        total = len(outcomes)
+        details.update(passed=passed, total=total, tests=[_outcome_dict(o) for o in outcomes])
+        if passed == 0 and all(o.outcome == "timeout" for o in outcomes):
+            return self._candidate_fault(
+                FailureKind.TIMEOUT,
+                f"no test passed within {config.timeout_s:g} s",
+                config,
+                details,
+                violations,
+            )
+        score = score_outcomes(passed, total, partial_credit=config.partial_credit)
+        return self.scored(score, details=details, violations=tuple(violations))
+
+    def _grade_stdio(self, code: str, task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
+        cases = task.tests
+        if isinstance(cases, str) or not all(isinstance(c, IOCase) for c in cases):
+            return self.failed(
+                FailureKind.COLLECTION_ERROR, "stdin_stdout tests must be input/output pairs"
+            )
+        if not cases:
+            return self.failed(FailureKind.COLLECTION_ERROR, "the task has no input/output pairs")
+        limits = config.limits()
+        results: list[dict[str, Any]] = []
+        violations: list[Violation] = []
+        seen: set[ViolationType] = set()
+        for i, case in enumerate(cases):
+            assert isinstance(case, IOCase)
+            report = self.pool.run_script(code, case.input.encode(), limits)
+            actual = report.stdout.decode("utf-8", errors="replace")
+            if report.timed_out:
+                outcome = "timeout"
+            elif report.output_limited:
+                outcome = "output_limit"
+            elif report.signal is not None:
+                outcome = f"killed_by_signal_{report.signal}"
+            elif report.exit_code != 0:
+                outcome = "runtime_error"
+            elif outputs_match(actual, case.output, task.comparison, task.float_tolerance):
+                outcome = "passed"
+            else:
+                outcome = "wrong_output"
+            stderr = report.stderr.decode("utf-8", errors="replace")
+            results.append(
+                {
+                    "case": i,
+                    "outcome": outcome,
+                    "stdout_head": actual[:200],
+                    "stderr_tail": stderr[-300:] if outcome != "passed" else "",
+                    "memory_limit": "MemoryError" in stderr,
+                    "sandbox": _report_details(report),
+                }
+            )
+            for v in _observed(report, code):
+                if v.type not in seen:
+                    seen.add(v.type)
+                    violations.append(v)
+        passed = sum(r["outcome"] == "passed" for r in results)
+        details: dict[str, Any] = {
+            "kind": "stdin_stdout",
+            "verdict": "trusted",
+            "comparison": task.comparison,
+            "passed": passed,
+            "total": len(results),
+            "tests": results,
+        }
+        if passed == 0 and all(r["outcome"] == "timeout" for r in results):
+            return self._candidate_fault(
+                FailureKind.TIMEOUT,
+                f"every case ran past {config.timeout_s:g} s",
+                config,
+                details,
+                violations,
+            )
+        score = score_outcomes(passed, len(results), partial_credit=config.partial_credit)
+        return self.scored(score, details=details, violations=tuple(violations))
+
+    def _grade_pytest(self, code: str, task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
+        tests = task.tests
+        if isinstance(tests, str):
+            sources = {"test_solution.py": tests}
+        elif all(isinstance(t, str) for t in tests):
+            sources = {f"test_{i}.py": str(t) for i, t in enumerate(tests)}
+        else:
+            return self.failed(FailureKind.COLLECTION_ERROR, "pytest tests must be source text")
+        module = task.entry_point or "solution"
+        if not module.isidentifier() or module.startswith("test"):
+            return self.failed(
+                FailureKind.COLLECTION_ERROR, f"{module!r} cannot be the candidate's module name"
+            )
+        expected = expected_test_ids(sources)
+        if not expected:
+            return self.failed(FailureKind.COLLECTION_ERROR, "the test files define no tests")
+        files = {f"tests/{k}": v for k, v in sources.items()}
+        files[f"work/{module}.py"] = code
+        nonce = secrets.token_hex(16)
+        report = self.pool.run_pytest(files, config.limits(), nonce)
+        verdict = cross_check(report.report, report.exit_code, expected, nonce)
+        kinds = {
+            "verdict_forgery": ViolationType.VERDICT_FORGERY,
+            "framework_patching": ViolationType.FRAMEWORK_PATCHING,
+            "early_exit": ViolationType.EARLY_EXIT,
+            "test_skipping": ViolationType.TEST_SKIPPING,
+            "introspection": ViolationType.INTROSPECTION,
+        }
+        violations = _observed(report, code) + [
+            Violation(type=kinds[p], detail=d, source="sandbox") for p, d in verdict.problems
+        ]
+        signals = tampering_signals(code)
+        violations += [
+            Violation(type=kinds[p], detail=d, line=line, source="static") for p, d, line in signals
+        ]
+        # A suite shares the candidate's process: code that reaches for the runner
+        # or the report's descriptor voids the claim even when the claim looks clean.
+        trusted = verdict.trusted and not any(
+            p in ("framework_patching", "verdict_forgery") for p, _, _ in signals
+        )
+        details: dict[str, Any] = {
+            "kind": "pytest",
+            "verdict": "cross_checked",
+            "trusted": trusted,
+            "passed": verdict.passed if trusted else 0,
+            "total": verdict.total,
+            "tests": verdict.outcomes,
+            "sandbox": _report_details(report),
+            "stdout_tail": report.stdout.decode("utf-8", errors="replace")[-1000:],
+        }
+        if not trusted:
+            # A claim that failed the cross-check says nothing about the code: no credit.
+            return self.scored(0.0, details=details, violations=tuple(violations))
+        if report.timed_out and verdict.claimed_status is None:
+            return self._candidate_fault(
+                FailureKind.TIMEOUT,
+                f"the suite ran past {config.timeout_s:g} s",
+                config,
+                details,
+                violations,
+            )
+        if verdict.collection_error is not None:
+            return self._candidate_fault(
+                FailureKind.COLLECTION_ERROR, verdict.collection_error, config, details, violations
+            )
+        score = score_outcomes(verdict.passed, verdict.total, partial_credit=config.partial_credit)
+        return self.scored(score, details=details, violations=tuple(violations))

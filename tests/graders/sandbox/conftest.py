@@ -1,0 +1,187 @@
+"""A real sandbox pool shared by the sandbox tests, and host-side witnesses for the attacks."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from graders.sandbox import PoolConfig, SandboxPool
+from graders.types import GradeResult, IOCase, Sample, TaskSpec
+from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+
+#: ../shared/data seen from the repository root.
+SHARED_DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def pool() -> Iterator[SandboxPool]:
+    pool = SandboxPool(PoolConfig(slots=2))
+    pool.start()
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(scope="session")
+def layers(pool: SandboxPool) -> dict[str, str]:
+    return pool.layers()
+
+
+@pytest.fixture(scope="session")
+def grader(pool: SandboxPool) -> UnitTestsGrader:
+    return UnitTestsGrader(pool)
+
+
+def require(layers: dict[str, str], *names: str) -> None:
+    """Skip, saying why, when a layer the attack is stopped by is not active here."""
+    for name in names:
+        state = layers.get(name, "unknown")
+        if not state.startswith("active"):
+            pytest.skip(f"sandbox layer {name} is not active on this host: {state}")
+
+
+def require_any(layers: dict[str, str], *names: str) -> None:
+    """Skip unless at least one of the layers that stop the attack is active."""
+    if not any(layers.get(n, "").startswith("active") for n in names):
+        states = "; ".join(f"{n}: {layers.get(n, 'unknown')}" for n in names)
+        pytest.skip(f"none of the sandbox layers that stop this attack is active: {states}")
+
+
+def function_task(tests: str | list[str], entry_point: str | None = "f") -> TaskSpec:
+    return TaskSpec(kind="python_function", tests=tests, entry_point=entry_point)
+
+
+def stdio_task(
+    *cases: tuple[str, str], comparison: Literal["exact", "whitespace", "float"] = "whitespace"
+) -> TaskSpec:
+    return TaskSpec(
+        kind="stdin_stdout",
+        tests=[IOCase(input=i, output=o) for i, o in cases],
+        comparison=comparison,
+    )
+
+
+def grade(grader: UnitTestsGrader, code: str, task: TaskSpec, **config: object) -> GradeResult:
+    sample = Sample(id="attack", response=f"```python\n{code}\n```", task=task)
+    settings = {"timeout_s": 3.0, **config}
+    return grader.grade_sync(sample, UnitTestsConfig.model_validate(settings))
+
+
+def not_a_pass(result: GradeResult) -> bool:
+    """An attack fails when the item did not score full marks (or was not scored at all)."""
+    return result.score is None or result.score < 1.0
+
+
+def sandbox_processes(pool: SandboxPool) -> list[int]:
+    """Host pids running under the pool's sandbox uids (the zygotes themselves included)."""
+    uids = {str(pool.config.uid_base + i) for i in range(pool.size)}
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("Uid:") and line.split()[1] in uids:
+                found.append(int(entry))
+    return found
+
+
+@pytest.fixture
+def no_strays(pool: SandboxPool) -> Iterator[None]:
+    """Assert that an attack leaves no process behind but one zygote per slot."""
+    yield
+    if os.getuid() != 0:
+        return  # without the uid drop the sandbox's processes are not told apart by uid
+    assert len(sandbox_processes(pool)) == pool.size
+
+
+@dataclass
+class Canary:
+    """A host directory the sandbox must neither read nor write."""
+
+    root: Path
+    secret: str
+    secret_file: Path
+    before: set[str] = field(default_factory=set)
+
+    def untouched(self) -> bool:
+        return (
+            self.secret_file.read_text() == self.secret
+            and {p.name for p in self.root.iterdir()} == self.before
+        )
+
+
+@pytest.fixture
+def canary() -> Iterator[Canary]:
+    # World-readable and world-writable, right under /tmp: only the sandbox's own
+    # layers (Landlock), not file permissions, stand in the attack's way.
+    root = Path(tempfile.mkdtemp(prefix="arbiter-canary-", dir="/tmp"))
+    root.chmod(0o777)
+    secret = secrets.token_hex(16)
+    secret_file = root / "secret.txt"
+    secret_file.write_text(secret)
+    secret_file.chmod(0o666)
+    c = Canary(root, secret, secret_file, {"secret.txt"})
+    try:
+        yield c
+        assert c.untouched(), "the host canary directory was changed"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@dataclass
+class Listener:
+    """TCP and UDP sockets on 127.0.0.1 that count whatever reaches them."""
+
+    tcp_port: int
+    udp_port: int
+    connections: int = 0
+    datagrams: int = 0
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen()
+    tcp.settimeout(0.1)
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    udp.bind(("127.0.0.1", 0))
+    udp.settimeout(0.1)
+    seen = Listener(tcp.getsockname()[1], udp.getsockname()[1])
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = tcp.accept()
+                seen.connections += 1
+                conn.close()
+            except OSError:
+                pass
+            try:
+                udp.recvfrom(4096)
+                seen.datagrams += 1
+            except OSError:
+                pass
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    yield seen
+    stop.set()
+    thread.join()
+    tcp.close()
+    udp.close()
+    assert seen.connections == 0 and seen.datagrams == 0, "the host listener was reached"

@@ -1,0 +1,473 @@
+"""The unit-test grader: scoring, comparison, the codec, the cross-check, typed failures."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from graders.sandbox import (
+    LAYERS,
+    CheckPlanError,
+    MissingLayersError,
+    PoolConfig,
+    SandboxPool,
+    check_layers,
+    codec,
+    plan_function_tests,
+    require_layers,
+)
+from graders.sandbox.suites import cross_check, expected_test_ids, tampering_signals
+from graders.types import FailureKind, IOCase, Sample, TaskSpec
+from graders.unit_tests import UnitTestsConfig, UnitTestsGrader, outputs_match, score_outcomes
+
+# --- pure scoring ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("passed", "total", "partial", "expected"),
+    [
+        (3, 4, True, 0.75),
+        (3, 4, False, 0.0),
+        (4, 4, False, 1.0),
+        (0, 4, True, 0.0),
+        (0, 0, True, 0.0),  # no tests is no evidence, not full marks
+    ],
+)
+def test_score_outcomes(passed: int, total: int, partial: bool, expected: float) -> None:
+    assert score_outcomes(passed, total, partial_credit=partial) == expected
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "mode", "match"),
+    [
+        ("1 2\n", "1 2\n", "exact", True),
+        ("1 2", "1 2\n", "exact", False),
+        ("1  2\n\n", "1 2", "whitespace", True),
+        ("1 3", "1 2", "whitespace", False),
+        ("0.3333333", "0.33333333", "float", True),
+        ("0.34", "0.33", "float", False),
+        ("1e-9", "0", "float", True),
+        ("nan", "nan", "float", True),  # identical tokens
+        ("nan", "1.0", "float", False),
+        ("abc 1.0", "abc 1.0000001", "float", True),
+        ("abd 1.0", "abc 1.0", "float", False),
+        ("1.0 2.0", "1.0", "float", False),
+        ("inf", "1e308", "float", False),
+    ],
+)
+def test_outputs_match(actual: str, expected: str, mode: Any, match: bool) -> None:
+    assert outputs_match(actual, expected, mode, 1e-6) is match
+
+
+def test_config_rejects_nonsense() -> None:
+    with pytest.raises(ValidationError):
+        UnitTestsConfig(timeout_s=0)
+    with pytest.raises(ValidationError):
+        UnitTestsConfig(memory_mb=1)
+    with pytest.raises(ValidationError):
+        UnitTestsConfig(unknown=1)  # type: ignore[call-arg]
+    limits = UnitTestsConfig(timeout_s=2, memory_mb=128).limits()
+    assert (limits.timeout_s, limits.memory_mb) == (2, 128)
+
+
+# --- the codec -------------------------------------------------------------------
+
+scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text() | st.binary()
+# NaN keys are never equal to themselves: leave them out of keys and set members.
+keys = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+hashable = st.recursive(
+    keys, lambda inner: st.tuples(inner, inner) | st.frozensets(inner, max_size=3), max_leaves=8
+)
+values = st.recursive(
+    scalars | st.complex_numbers(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.sets(hashable, max_size=4)
+        | st.dictionaries(hashable, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or (
+            a == b and math.copysign(1, a) == math.copysign(1, b)
+        )
+    if isinstance(a, complex):
+        return _same(a.real, b.real) and _same(a.imag, b.imag)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+@given(values)
+def test_codec_round_trip_preserves_types(value: Any) -> None:
+    decoded = codec.decode(codec.loads(codec.dumps(codec.encode(value))))
+    assert _same(value, decoded)
+
+
+def test_codec_sends_subclasses_as_plain_data() -> None:
+    class Liar(int):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = int.__hash__
+
+    decoded = codec.decode(codec.encode(Liar(3)))
+    assert type(decoded) is int and decoded != 4
+
+
+def test_codec_refuses_objects_without_a_handle() -> None:
+    with pytest.raises(codec.EncodeError):
+        codec.encode(object())
+    assert codec.encode(object(), refs=lambda v: 7) == {"r": 7}
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"[1, 2]",  # an untagged list
+        b'{"l": [1], "t": [2]}',  # two tags
+        b'{"x": 1}',  # unknown tag
+        b'{"s": [{"l": []}]}',  # an unhashable set member
+        b'{"f": "big"}',
+        b'{"b": "***"}',
+        b'{"r": 1}',  # a handle where none is expected
+        b"NaN",
+        b"{",
+        b'{"l": ' * 5000 + b"1" + b"}" * 5000,  # recursion bomb
+    ],
+)
+def test_codec_rejects_garbage(raw: bytes) -> None:
+    with pytest.raises(codec.DecodeError):
+        codec.decode(codec.loads(raw))
+
+
+# --- planning function tests -----------------------------------------------------
+
+
+def test_plan_splits_check_into_units_and_setup() -> None:
+    tests = (
+        "import math\nMETA = {}\n\n"
+        "def check(candidate):\n"
+        "    '''doc'''\n"
+        "    x = 3\n"
+        "    assert candidate(x) == 9\n"
+        "    for i in range(3):\n"
+        "        assert candidate(i) == i * i\n"
+        "    assert True\n\n"
+        "check(square)\n"
+    )
+    plan = plan_function_tests(tests)
+    assert plan.units == 3
+    assert [s.is_unit for s in plan.statements] == [False, True, True, True]
+    assert plan.candidate_param == "candidate"
+    assert "square" in plan.free_names
+
+
+def test_plan_of_an_assert_list_tests_builtin_shadowing_names_only() -> None:
+    plan = plan_function_tests(["assert sum(1, 2) == 3", "assert set(f([1])) == {1}"])
+    assert plan.units == 2
+    assert "sum" in plan.free_names  # the function under test
+    assert "set" not in plan.free_names  # the test's own comparison helper
+
+
+def test_plan_rejects_tests_that_do_not_parse() -> None:
+    with pytest.raises(CheckPlanError):
+        plan_function_tests("def check(candidate):\n    assert (\n")
+
+
+# --- cross-checking a suite report ------------------------------------------------
+
+EXPECTED = {"test_a.py::test_one", "test_a.py::test_two"}
+
+
+def _report(status: int, outcomes: dict[str, str], nonce: str = "n", **extra: Any) -> bytes:
+    import json
+
+    body = {
+        "status": status,
+        "outcomes": outcomes,
+        "collected": len(outcomes),
+        "collect_errors": [],
+        "patched": [],
+        "nonce": nonce,
+        **extra,
+    }
+    return (json.dumps(body) + "\n").encode()
+
+
+def test_cross_check_accepts_an_honest_report() -> None:
+    raw = _report(1, {"test_a.py::test_one": "passed", "test_a.py::test_two[1]": "failed"})
+    verdict = cross_check(raw, 1, EXPECTED, "n")
+    assert verdict.trusted and (verdict.passed, verdict.total) == (1, 2)
+
+
+@pytest.mark.parametrize(
+    ("raw", "observed", "problem"),
+    [
+        (_report(0, dict.fromkeys(EXPECTED, "passed")), 1, "verdict_forgery"),  # status lie
+        (_report(0, dict.fromkeys(EXPECTED, "passed"), nonce="x"), 0, "verdict_forgery"),
+        (_report(0, {"test_a.py::test_one": "passed"}), 0, "verdict_forgery"),  # missing id
+        (
+            _report(0, dict.fromkeys(EXPECTED, "passed"), patched=["Function.runtest"]),
+            0,
+            "framework_patching",
+        ),
+        (_report(0, dict.fromkeys(EXPECTED, "passed")) * 2, 0, "verdict_forgery"),  # two lines
+        (b"", 0, "early_exit"),
+        (b"garbage", 0, "verdict_forgery"),
+    ],
+)
+def test_cross_check_catches(raw: bytes, observed: int, problem: str) -> None:
+    verdict = cross_check(raw, observed, EXPECTED, "n")
+    assert not verdict.trusted
+    assert problem in [p for p, _ in verdict.problems]
+
+
+def test_cross_check_missing_report_after_a_crash_is_a_plain_failure() -> None:
+    verdict = cross_check(b"", None, EXPECTED, "n")
+    assert verdict.passed == 0 and verdict.problems == []
+
+
+def test_expected_test_ids() -> None:
+    files = {
+        "test_a.py": "def test_x():\n    pass\nclass TestY:\n    def test_z(self):\n        pass\n"
+        "class TestInit:\n    def __init__(self):\n        pass\n"
+        "    def test_no(self):\n        pass\n",
+        "helper.py": "def test_not_collected():\n    pass\n",
+    }
+    assert expected_test_ids(files) == {"test_a.py::test_x", "test_a.py::TestY::test_z"}
+
+
+@pytest.mark.parametrize(
+    ("code", "signal"),
+    [
+        ("import _pytest.python", "framework_patching"),
+        ("import pytest\npytest.main = None", "framework_patching"),
+        ("import os\nos.write(3, b'x')", "verdict_forgery"),
+        ("import os\nos._exit(0)", "early_exit"),
+        ("import sys\nsys._getframe(1)", "introspection"),
+    ],
+)
+def test_tampering_signals(code: str, signal: str) -> None:
+    assert signal in [s for s, _, _ in tampering_signals(code)]
+
+
+def test_no_tampering_signals_in_plain_code() -> None:
+    assert tampering_signals("import os\ndef add(a, b):\n    return a + b\nprint(os.sep)\n") == []
+
+
+# --- the grader, end to end, through a real sandbox ------------------------------
+
+
+@pytest.fixture(scope="module")
+def grader() -> Iterator[UnitTestsGrader]:
+    pool = SandboxPool(PoolConfig(slots=1))
+    yield UnitTestsGrader(pool)
+    pool.close()
+
+
+SQUARE = TaskSpec(
+    kind="python_function",
+    tests="def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(3) == 9\n",
+    entry_point="square",
+)
+
+
+def _grade(grader: UnitTestsGrader, response: str, task: TaskSpec | None, **config: Any) -> Any:
+    return grader.grade_sync(
+        Sample(id="s", response=response, task=task), UnitTestsConfig(**config)
+    )
+
+
+def test_missing_task_is_missing_input(grader: UnitTestsGrader) -> None:
+    result = _grade(grader, "def square(x):\n    return x * x\n", None)
+    assert result.failure.kind == FailureKind.MISSING_INPUT
+
+
+def test_no_code_is_typed(grader: UnitTestsGrader) -> None:
+    result = _grade(grader, "I am not sure how to do this.", SQUARE)
+    assert result.score is None and result.failure.kind == FailureKind.NO_CODE
+
+
+def test_syntax_error_is_typed_or_zero(grader: UnitTestsGrader) -> None:
+    broken = "```python\ndef square(x)\n    return x * x\n```"
+    result = _grade(grader, broken, SQUARE)
+    assert result.score is None and result.failure.kind == FailureKind.SYNTAX_ERROR
+    zero = _grade(grader, broken, SQUARE, fail_as_zero=True)
+    assert zero.score == 0.0 and zero.details["failure_kind"] == "syntax_error"
+
+
+def test_broken_tests_are_a_collection_error(grader: UnitTestsGrader) -> None:
+    task = SQUARE.model_copy(update={"tests": "def check(candidate):\n    assert (\n"})
+    result = _grade(grader, "def square(x):\n    return x * x\n", task)
+    assert result.failure.kind == FailureKind.COLLECTION_ERROR
+
+
+def test_partial_credit_per_assert(grader: UnitTestsGrader) -> None:
+    half = "def square(x):\n    return 4\n"
+    assert _grade(grader, half, SQUARE).score == 0.5
+    assert _grade(grader, half, SQUARE, partial_credit=False).score == 0.0
+    outcomes = [t["outcome"] for t in _grade(grader, half, SQUARE).details["tests"]]
+    assert outcomes == ["passed", "assertion_failed"]
+
+
+def test_runtime_and_import_errors_are_told_apart(grader: UnitTestsGrader) -> None:
+    raising = _grade(grader, "def square(x):\n    raise ValueError('no')\n", SQUARE)
+    assert raising.score == 0.0
+    assert raising.details["tests"][0]["error"].startswith("ValueError")
+    missing = _grade(grader, "import not_a_module_anywhere\n", SQUARE)
+    assert missing.score == 0.0 and missing.details["failure_kind"] == "import_error"
+
+
+def test_candidate_objects_stay_in_the_sandbox(grader: UnitTestsGrader) -> None:
+    # MBPP-style: the tests build the candidate's own objects and pass them back.
+    code = (
+        "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n"
+        "def total(pairs):\n    return sum(p.a + p.b for p in pairs)\n"
+    )
+    task = TaskSpec(kind="python_function", tests=["assert total([Pair(1, 2), Pair(3, 4)]) == 10"])
+    assert _grade(grader, code, task).score == 1.0
+
+
+def test_types_cross_intact(grader: UnitTestsGrader) -> None:
+    code = "def f():\n    return (1, {2, 3}, {(4, 5): b'x'}, float('inf'), 1 + 2j)\n"
+    task = TaskSpec(
+        kind="python_function",
+        tests=[
+            "assert f() == (1, {2, 3}, {(4, 5): b'x'}, float('inf'), 1 + 2j)",
+            "assert type(f()) is tuple",
+        ],
+    )
+    assert _grade(grader, code, task).score == 1.0
+
+
+@pytest.mark.parametrize(
+    ("comparison", "output", "expected_score"),
+    [
+        ("exact", "6\n", 1.0),
+        ("exact", "6", 0.0),
+        ("whitespace", "  6 ", 1.0),
+        ("float", "6.0000001", 1.0),
+    ],
+)
+def test_stdin_stdout(
+    grader: UnitTestsGrader, comparison: Any, output: str, expected_score: float
+) -> None:
+    code = f"import sys\nsum(map(int, sys.stdin.read().split()))\nprint({output!r}, end='')\n"
+    task = TaskSpec(
+        kind="stdin_stdout", tests=[IOCase(input="1 2 3", output="6\n")], comparison=comparison
+    )
+    assert _grade(grader, code, task).score == expected_score
+
+
+def test_stdin_stdout_reads_the_input(grader: UnitTestsGrader) -> None:
+    code = "print(sum(map(int, input().split())))\n"
+    task = TaskSpec(
+        kind="stdin_stdout",
+        tests=[IOCase(input="1 2 3\n", output="6"), IOCase(input="5 5\n", output="11")],
+    )
+    result = _grade(grader, code, task)
+    assert result.score == 0.5
+    assert [t["outcome"] for t in result.details["tests"]] == ["passed", "wrong_output"]
+
+
+def test_pytest_suite_partial_credit(grader: UnitTestsGrader) -> None:
+    tests = (
+        "import pytest\nfrom solution import add\n\n"
+        "@pytest.mark.parametrize('a', [1, 2])\ndef test_param(a):\n    assert add(a, 0) == a\n\n"
+        "class TestAdd:\n    def test_big(self):\n        assert add(10, 5) == 15\n"
+    )
+    task = TaskSpec(kind="pytest", tests=tests, entry_point="solution")
+    assert _grade(grader, "def add(a, b):\n    return a + b\n", task).score == 1.0
+    result = _grade(grader, "def add(a, b):\n    return a\n", task)
+    assert result.score == 0.5
+    assert result.details["tests"] == {
+        "test_solution.py::test_param": "passed",
+        "test_solution.py::TestAdd::test_big": "failed",
+    }
+
+
+def test_pytest_import_failure_is_a_collection_error(grader: UnitTestsGrader) -> None:
+    task = TaskSpec(
+        kind="pytest",
+        tests="from solution import add\n\ndef test_a():\n    assert add(1, 1) == 2\n",
+    )
+    result = _grade(grader, "raise RuntimeError('boom')\n", task)
+    assert result.failure.kind == FailureKind.COLLECTION_ERROR
+
+
+def test_a_dead_slot_is_restarted_and_never_blamed_on_the_candidate(
+    grader: UnitTestsGrader,
+) -> None:
+    pool = grader.pool
+    slot = pool._slots[0]
+    assert slot.proc is not None
+    slot.proc.kill()
+    slot.proc.wait()
+    # The next run finds the slot dead, restarts it, and grades normally.
+    assert _grade(grader, "def square(x):\n    return x * x\n", SQUARE).score == 1.0
+
+
+# --- layers ----------------------------------------------------------------------
+
+
+def test_check_layers_reports_every_layer() -> None:
+    layers = check_layers()
+    assert set(LAYERS) <= set(layers)
+    for name in LAYERS:
+        assert layers[name].startswith(("active", "unavailable: "))
+
+
+def test_require_layers() -> None:
+    require_layers({"seccomp": "active"}, ["seccomp"])
+    with pytest.raises(MissingLayersError, match="landlock"):
+        require_layers(
+            {"seccomp": "active", "landlock": "unavailable: ENOSYS"}, ["seccomp", "landlock"]
+        )
+
+
+def test_sandbox_faults_are_retried_then_typed_never_scored() -> None:
+    # A pool without pytest support cannot run a suite: an infrastructure fault.
+    pool = SandboxPool(PoolConfig(slots=1, pytest=False, preload=()))
+    try:
+        task = TaskSpec(kind="pytest", tests="def test_a():\n    assert True\n")
+        result = UnitTestsGrader(pool).grade_sync(
+            Sample(id="s", response="x = 1\n", task=task), UnitTestsConfig()
+        )
+    finally:
+        pool.close()
+    assert result.score is None
+    assert result.failure is not None and result.failure.kind == FailureKind.SANDBOX_ERROR
+    assert result.failure.retryable
+
+
+def test_required_layers_are_checked(
+    grader: UnitTestsGrader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ValidationError, match="unknown sandbox layers"):
+        UnitTestsConfig(require_layers=("chroot",))
+    right = "def square(x):\n    return x * x\n"
+    everything = UnitTestsConfig(require_layers=LAYERS)
+    if all(v.startswith("active") for v in grader.pool.layers().values()):
+        assert _grade(grader, right, SQUARE, require_layers=LAYERS).score == 1.0
+    # A host without Landlock (the report is faked; the refusal is real).
+    degraded = {**grader.pool.layers(), "landlock": "unavailable: ENOSYS"}
+    monkeypatch.setattr(grader.pool, "layers", lambda: degraded)
+    result = grader.grade_sync(Sample(id="s", response=right, task=SQUARE), everything)
+    assert result.score is None
+    assert result.failure is not None and result.failure.kind == FailureKind.SANDBOX_ERROR
+    assert "landlock" in result.failure.message
