@@ -31,6 +31,7 @@ from api.errors import (
     Unavailable,
 )
 from api.metrics import Metrics
+from api.review_sampler import ReviewSampler  # human review (issue 7)
 from api.schemas import OpenRLHFRequest, RewardRequest
 from api.settings import Settings
 from graders.registry import GraderRegistry, default_registry
@@ -93,6 +94,7 @@ class Service:
             settings.max_inflight_samples, settings.per_key_max_inflight_requests
         )
         self.metrics = Metrics()
+        self.review_sampler = ReviewSampler(self.store, settings)  # human review (issue 7)
         self._keys: dict[str, tuple[ApiKey | None, float]] = {}
         self._in_flight_keys: set[tuple[str, str]] = set()
         self._reload_task: asyncio.Task[None] | None = None
@@ -104,6 +106,7 @@ class Service:
         """Migrate the store, load rubrics, and start watching the rubric folders."""
         await asyncio.to_thread(self.store.migrate)
         await asyncio.to_thread(self.sync_rubrics)
+        await asyncio.to_thread(self.check_sandbox_layers)
         if self.settings.auth == "disabled":
             logger.warning(
                 "AUTH IS DISABLED (ARBITER_AUTH=disabled): every caller is admin. "
@@ -119,7 +122,35 @@ class Service:
             self._reload_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reload_task
+        await asyncio.to_thread(self.registry.close)
         await asyncio.to_thread(self.store.close)
+
+    def required_sandbox_layers(self) -> set[str]:
+        """Layers the settings and the loaded rubrics' unit_tests components require."""
+        from graders.sandbox.layers import LAYERS
+
+        wanted = set(self.settings.require_sandbox_layers)
+        if "all" in wanted:
+            wanted = (wanted - {"all"}) | set(LAYERS)
+        for entry in self.catalog.entries():
+            for component in entry.rubric.components.values():
+                wanted.update(getattr(component.config, "require_layers", ()))
+        return wanted
+
+    def check_sandbox_layers(self) -> None:
+        """Refuse to start when a required sandbox layer is not active on this host.
+
+        Raises:
+            MissingLayersError: naming each missing layer and why it is unavailable.
+        """
+        required = self.required_sandbox_layers()
+        if not required:
+            return
+        from graders.sandbox.layers import check_layers, require_layers
+
+        layers = check_layers()
+        require_layers(layers, required)
+        logger.info("sandbox layers required and active: %s", ", ".join(sorted(required)))
 
     def sync_rubrics(self) -> None:
         """Load versions other replicas stored, then new or changed files (stored too)."""
@@ -410,6 +441,11 @@ class Service:
                     headers=self._retry_after(),
                 ) from e
             self._observe(rubric, rewards)
+            # -- human review (issue 7): offer the logged batch to the review sampler.
+            # After the commit, so only acknowledged rewards are queued; a no-op for
+            # rubrics that sample nothing, and it never fails the batch.
+            await self.review_sampler.offer(rubric, request_id, rewards)
+            # -- end human review
             return make_body(envelope, records), False
         finally:
             self.admission.release(ticket)

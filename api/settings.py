@@ -39,6 +39,12 @@ class Settings(BaseSettings):
     )
     rubric_reload_interval_s: float = Field(default=2.0, ge=0)
 
+    require_sandbox_layers: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Sandbox layers (comma-separated, or 'all') without which the service "
+        "refuses to start; rubrics can require more in their unit_tests config.",
+    )
+
     max_batch_samples: int = Field(default=4096, ge=1)
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     max_inflight_samples: int = Field(default=16384, ge=1)
@@ -62,10 +68,21 @@ class Settings(BaseSettings):
         ge=0,
         description="A byte-identical /get_reward within this window is a retry.",
     )
+    review_show_scores: bool = Field(
+        default=False,
+        description="Show reviewers the graders' scores (blind review is the default).",
+    )
+    review_lease_s: float = Field(default=600.0, gt=0, description="A claimed item's lease.")
+    review_required_reviews: int = Field(
+        default=1, ge=1, le=5, description="Labels each sampled item needs (2 = double review)."
+    )
+    review_drift_boost: float = Field(
+        default=5.0, ge=1, description="Sampling-rate multiplier while a drift alert is open."
+    )
     log_level: str = "INFO"
     log_json: bool = True
 
-    @field_validator("grader_plugins", mode="before")
+    @field_validator("grader_plugins", "require_sandbox_layers", mode="before")
     @classmethod
     def _split_modules(cls, value: object) -> object:
         """Accept ``ARBITER_GRADER_PLUGINS`` as a comma-separated list."""

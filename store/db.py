@@ -224,11 +224,15 @@ class Store:
         # the insert itself at 256 rows a request. Every column here is a plain
         # str/int/float/bool, which the drivers bind as they are.
         if self._rewards_insert is None:
-            compiled = insert(rewards).compile(dialect=self.engine.dialect, column_keys=list(values[0]))
+            compiled = insert(rewards).compile(
+                dialect=self.engine.dialect, column_keys=list(values[0])
+            )
             order = list(compiled.positiontup or ()) if compiled.positional else None
             self._rewards_insert = (str(compiled), order)
         sql, order = self._rewards_insert
-        params: list[Any] = [tuple(v[k] for k in order) for v in values] if order is not None else values
+        params: list[Any] = (
+            [tuple(v[k] for k in order) for v in values] if order is not None else values
+        )
         conn.exec_driver_sql(sql, params)
 
     def find_request(self, client: str, idempotency_key: str) -> StoredRequest | None:

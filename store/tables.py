@@ -17,7 +17,15 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["api_keys", "metadata", "requests", "rewards", "rubric_versions"]
+__all__ = [
+    "api_keys",
+    "metadata",
+    "requests",
+    "review_items",
+    "review_labels",
+    "rewards",
+    "rubric_versions",
+]
 
 metadata = MetaData()
 
@@ -91,4 +99,47 @@ rewards = Table(
     Index("ix_rewards_rubric_created", "rubric_sha256", "created_at"),
     Index("ix_rewards_sample_id", "sample_id"),
     Index("ix_rewards_created", "created_at"),
+)
+
+# -- human review (revision 0002) -------------------------------------------------
+
+review_items = Table(
+    "review_items",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("reward_id", _ROW_ID, ForeignKey("rewards.id"), nullable=False, unique=True),
+    Column("sample_id", String(512), nullable=False),
+    Column("rubric_name", String(128), nullable=False),
+    Column("rubric_sha256", String(64), nullable=False),
+    # The probability this item had of being sampled: agreement statistics weight
+    # each label by its inverse, so targeted sampling does not bias them.
+    Column("inclusion_probability", Float, nullable=False),
+    Column("reason", String(64), nullable=False),
+    # "open" until it has ``required_reviews`` labels, then "done".
+    Column("status", String(16), nullable=False),
+    Column("required_reviews", Integer, nullable=False),
+    Column("label_count", Integer, nullable=False),
+    # A lease, not a lock: an expired lease returns the item to the queue.
+    Column("lease_owner", String(128), nullable=True),
+    Column("lease_token", String(32), nullable=True),
+    Column("lease_expires_at", Float, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Index("ix_review_items_status_rubric", "status", "rubric_name", "id"),
+)
+
+review_labels = Table(
+    "review_labels",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("item_id", _ROW_ID, ForeignKey("review_items.id"), nullable=False),
+    Column("reviewer", String(128), nullable=False),
+    # JSON: component name -> "pass" | "fail".
+    Column("verdicts", Text, nullable=False),
+    Column("overall_score", Float, nullable=True),
+    # JSON list of graders.types.ViolationType values.
+    Column("hack_types", Text, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    # Double review means two *different* reviewers.
+    UniqueConstraint("item_id", "reviewer", name="uq_review_labels_item_reviewer"),
 )

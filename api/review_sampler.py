@@ -1,0 +1,112 @@
+"""The reward path's hook into human review: offer each logged batch to the sampler.
+
+The rubric's ``review`` section becomes a :class:`~monitoring.sampling.SamplingPolicy`
+(cached by rubric sha256). A rubric that samples nothing costs one dictionary look-up
+per batch; otherwise the decisions and the one insert of the chosen items run in a
+worker thread after the rewards are committed, so only acknowledged rewards are queued.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from api.settings import Settings
+from monitoring.sampling import (
+    ReviewCandidate,
+    RewardDeciles,
+    SamplingDecision,
+    SamplingPolicy,
+    decide,
+)
+from rubrics.reward import Reward
+from rubrics.rubric import Rubric
+from store.db import Store
+from store.review import EnqueueItem, ReviewQueue
+
+__all__ = ["ReviewSampler"]
+
+logger = logging.getLogger("arbiter.review")
+
+
+class ReviewSampler:
+    """Choose logged rewards for review and queue them."""
+
+    def __init__(self, store: Store, settings: Settings) -> None:
+        self.queue = ReviewQueue(store, lease_s=settings.review_lease_s)
+        self.required_reviews = settings.review_required_reviews
+        # After a drift alert, the rubric's rates are multiplied by this (capped at 1).
+        self.drift_boost = settings.review_drift_boost
+        self._policies: dict[str, SamplingPolicy] = {}
+        self._deciles: dict[str, RewardDeciles] = {}
+
+    def policy(self, rubric: Rubric) -> SamplingPolicy:
+        """Return the rubric's sampling policy (built once per rubric version)."""
+        policy = self._policies.get(rubric.sha256)
+        if policy is None:
+            spec = rubric.spec.review
+            try:
+                policy = SamplingPolicy.from_review_spec(
+                    spec.sample_rate,
+                    spec.stratify_by,
+                    boost_factor=self.drift_boost,
+                    required_reviews=self.required_reviews,
+                )
+            except ValueError as e:
+                # The rubric schema does not (yet) restrict stratify_by: keep the
+                # uniform rate rather than drop review for this rubric altogether.
+                logger.error("rubric %s: review section ignored in part: %s", rubric.name, e)
+                policy = SamplingPolicy.from_review_spec(
+                    spec.sample_rate,
+                    boost_factor=self.drift_boost,
+                    required_reviews=self.required_reviews,
+                )
+            self._policies[rubric.sha256] = policy
+        return policy
+
+    def decide(self, rubric: Rubric, rewards: Sequence[Reward]) -> list[SamplingDecision]:
+        """Decide for each reward of a batch (and learn the batch's rewards for deciles)."""
+        policy = self.policy(rubric)
+        deciles = self._deciles.setdefault(rubric.sha256, RewardDeciles())
+        edges = deciles.edges()
+        decisions = []
+        for reward in rewards:
+            candidate = ReviewCandidate(
+                sample_id=reward.id,
+                reward=reward.raw_reward,
+                component_scores={n: c.score for n, c in reward.components.items()},
+                violations=[v.type for c in reward.components.values() for v in c.violations],
+                drift_alert=any(flag.startswith("drift") for flag in reward.flags),
+            )
+            decisions.append(decide(policy, rubric.name, candidate, edges))
+        deciles.add(r.raw_reward for r in rewards)
+        return decisions
+
+    def _enqueue(self, rubric: Rubric, request_id: str, rewards: Sequence[Reward]) -> int:
+        chosen = [
+            EnqueueItem(
+                request_id=request_id,
+                position=position,
+                sample_id=d.sample_id,
+                rubric_name=rubric.name,
+                rubric_sha256=rubric.sha256,
+                inclusion_probability=d.inclusion_probability,
+                reason=d.reason,
+                required_reviews=d.required_reviews,
+            )
+            for position, d in enumerate(self.decide(rubric, rewards))
+            if d.sampled
+        ]
+        return self.queue.enqueue(chosen) if chosen else 0
+
+    async def offer(self, rubric: Rubric, request_id: str, rewards: Sequence[Reward]) -> None:
+        """Queue the batch's sampled rewards; never fail the batch, which is already logged."""
+        if not rewards or not self.policy(rubric).active:
+            return
+        try:
+            await asyncio.to_thread(self._enqueue, rubric, request_id, rewards)
+        except Exception:
+            # The rewards are committed and about to be returned: a review queue
+            # that is down costs review coverage (logged), never the trainer's batch.
+            logger.exception("could not queue %d rewards for review", len(rewards))

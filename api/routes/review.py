@@ -1,0 +1,302 @@
+"""Human review (reviewer role; admin too): the queue, leases, labels, export, agreement.
+
+Blind by default: a claimed item carries the prompt, the response and the task, but
+not the graders' scores, violations or the reason it was sampled (a reason such as
+``high_reward_violation`` would tell the reviewer what the graders thought). The
+setting ``review_show_scores`` (proposed: ``ARBITER_REVIEW_SHOW_SCORES``) shows them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from fastapi import Path as PathParam
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictStr
+from starlette.responses import Response, StreamingResponse
+
+from api.deps import Caller, ServiceDep
+from api.errors import Conflict
+from api.schemas import ErrorBody
+from api.service import Principal, Service
+from graders.types import ViolationType
+from monitoring.agreement import LabelledPair, agreement_report
+from store.review import ClaimedItem, Label, LeaseLostError, ReviewQueue
+
+router = APIRouter(tags=["review"])
+
+PAGE = Path(__file__).resolve().parents[1] / "static" / "review.html"
+REVIEW_ROLES = ("reviewer",)
+
+ERRORS: dict[int | str, dict[str, object]] = {
+    401: {"model": ErrorBody, "description": "No or unknown API key."},
+    403: {"model": ErrorBody, "description": "The key is not a reviewer's (or admin's)."},
+}
+LEASE_ERRORS: dict[int | str, dict[str, object]] = {
+    **ERRORS,
+    409: {"model": ErrorBody, "description": "The lease expired and another reviewer has it."},
+}
+
+RubricFilter = Annotated[str | None, Query(max_length=128, description="Only this rubric.")]
+
+
+def _storable(text: str) -> str:
+    # JSON may carry lone surrogates ("\\udc80"); no database driver can encode them,
+    # so they are a 422 here rather than a 500 at the insert.
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError("text must be valid Unicode (no lone surrogates)") from e
+    return text
+
+
+Name = Annotated[StrictStr, Field(min_length=1, max_length=128), AfterValidator(_storable)]
+Token = Annotated[StrictStr, Field(min_length=1, max_length=64), AfterValidator(_storable)]
+
+# Row ids are 64-bit: a larger number is no item, not an overflow in the driver.
+ItemId = Annotated[int, PathParam(ge=1, le=2**63 - 1)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ClaimRequest(_Body):
+    """Which queue to claim from."""
+
+    rubric: Name | None = None
+
+
+class LeaseRequest(_Body):
+    """Proof of holding an item: the token its claim returned."""
+
+    lease_token: Token
+
+
+class LabelRequest(LeaseRequest):
+    """A reviewer's judgement of the item they hold."""
+
+    verdicts: dict[Name, Literal["pass", "fail"]] = Field(
+        default_factory=dict, description="Component name -> pass or fail."
+    )
+    overall_score: Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)] | None = Field(
+        default=None, description="The reviewer's overall score in [0, 1]."
+    )
+    hack_types: list[ViolationType] = Field(
+        default_factory=list, description="Reward hacks seen, in the violation detectors' taxonomy."
+    )
+    comment: Annotated[str, Field(max_length=10_000), AfterValidator(_storable)] = ""
+
+
+class ReviewItem(BaseModel):
+    """A claimed item: what to judge, and the lease to hold it by."""
+
+    id: int
+    sample_id: str
+    rubric: dict[str, str]
+    components: list[str]
+    sample: dict[str, Any] | None
+    lease_token: str
+    lease_expires_at: float
+    label_count: int
+    required_reviews: int
+    grading: dict[str, Any] | None = Field(
+        default=None, description="Scores, violations and sampling reason; absent when blind."
+    )
+
+
+class ClaimResponse(BaseModel):
+    """The claimed item, or ``null`` when nothing is waiting."""
+
+    item: ReviewItem | None
+
+
+class LeaseResponse(BaseModel):
+    """When the lease now runs out (Unix seconds)."""
+
+    lease_expires_at: float
+
+
+def _queue(service: Service) -> ReviewQueue:
+    return service.review_sampler.queue
+
+
+def _reviewer(caller: Principal) -> str:
+    caller.require(*REVIEW_ROLES)
+    return caller.client
+
+
+def _item(claimed: ClaimedItem, show_scores: bool) -> ReviewItem:
+    record = json.loads(claimed.record)
+    grading = None
+    if show_scores:
+        grading = {
+            "reward": record.get("reward"),
+            "raw_reward": record.get("raw_reward"),
+            "components": record.get("components", {}),
+            "penalties": record.get("penalties", []),
+            "reason": claimed.reason,
+            "inclusion_probability": claimed.inclusion_probability,
+        }
+    return ReviewItem(
+        id=claimed.id,
+        sample_id=claimed.sample_id,
+        rubric={"name": claimed.rubric_name, "sha256": claimed.rubric_sha256},
+        components=sorted(record.get("components", {})),
+        sample=json.loads(claimed.sample) if claimed.sample is not None else None,
+        lease_token=claimed.lease_token,
+        lease_expires_at=claimed.lease_expires_at,
+        label_count=claimed.label_count,
+        required_reviews=claimed.required_reviews,
+        grading=grading,
+    )
+
+
+def _lost(item_id: int) -> Conflict:
+    return Conflict(
+        f"you no longer hold review item {item_id}: the lease ran out and another reviewer "
+        "took it, or it is already labelled; claim the next one",
+        code="lease_lost",
+    )
+
+
+# The page shows model output: it sets it only as text, and this policy forbids it
+# any other origin, any plugin, any form post and any remote script even if it did not.
+PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; script-src 'unsafe-inline'; "
+    "style-src 'unsafe-inline'; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-store",
+}
+
+
+@functools.cache
+def _page() -> bytes:
+    hack_types = json.dumps([v.value for v in ViolationType])
+    return PAGE.read_text(encoding="utf-8").replace("/*HACK_TYPES*/[]", hack_types).encode()
+
+
+@router.get("/review", include_in_schema=False)
+async def review_page() -> Response:
+    """Serve the reviewer page (it asks for a key; every call it makes is authenticated)."""
+    return Response(_page(), media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
+
+
+@router.get("/v1/review/queue", responses=ERRORS)
+async def queue_stats(
+    service: ServiceDep, caller: Caller, rubric: RubricFilter = None
+) -> dict[str, Any]:
+    """Count items waiting, leased and done, and labels, per rubric."""
+    _reviewer(caller)
+    return await asyncio.to_thread(_queue(service).stats, rubric)
+
+
+@router.post("/v1/review/claim", response_model=ClaimResponse, responses=ERRORS)
+async def claim_next(body: ClaimRequest, service: ServiceDep, caller: Caller) -> ClaimResponse:
+    """Lease the oldest waiting item you have not labelled (``item`` is null when none)."""
+    reviewer = _reviewer(caller)
+    claimed = await asyncio.to_thread(_queue(service).claim, reviewer, rubric=body.rubric)
+    if claimed is None:
+        return ClaimResponse(item=None)
+    show = service.settings.review_show_scores
+    return ClaimResponse(item=_item(claimed, show))
+
+
+@router.post(
+    "/v1/review/items/{item_id}/heartbeat", response_model=LeaseResponse, responses=LEASE_ERRORS
+)
+async def heartbeat(
+    item_id: ItemId, body: LeaseRequest, service: ServiceDep, caller: Caller
+) -> LeaseResponse:
+    """Extend your lease on an item by the lease length."""
+    reviewer = _reviewer(caller)
+    try:
+        expires = await asyncio.to_thread(
+            _queue(service).heartbeat, item_id, body.lease_token, reviewer
+        )
+    except LeaseLostError as e:
+        raise _lost(item_id) from e
+    return LeaseResponse(lease_expires_at=expires)
+
+
+@router.post("/v1/review/items/{item_id}/release", status_code=204, responses=LEASE_ERRORS)
+async def release(
+    item_id: ItemId, body: LeaseRequest, service: ServiceDep, caller: Caller
+) -> Response:
+    """Give an item back unlabelled (skip it); another reviewer can claim it at once."""
+    reviewer = _reviewer(caller)
+    try:
+        await asyncio.to_thread(_queue(service).release, item_id, body.lease_token, reviewer)
+    except LeaseLostError as e:
+        raise _lost(item_id) from e
+    return Response(status_code=204)
+
+
+@router.post("/v1/review/items/{item_id}/labels", status_code=201, responses=LEASE_ERRORS)
+async def submit_label(
+    item_id: ItemId, body: LabelRequest, service: ServiceDep, caller: Caller
+) -> dict[str, Any]:
+    """Label the item you hold; the lease ends with it."""
+    reviewer = _reviewer(caller)
+    label = Label(
+        verdicts=dict(body.verdicts),
+        overall_score=body.overall_score,
+        hack_types=[h.value for h in body.hack_types],
+        comment=body.comment,
+    )
+    try:
+        await asyncio.to_thread(_queue(service).submit, item_id, body.lease_token, reviewer, label)
+    except LeaseLostError as e:
+        raise _lost(item_id) from e
+    return {"item_id": item_id, "reviewer": reviewer, "status": "stored"}
+
+
+@router.get("/v1/review/export", responses=ERRORS)
+async def export_labels(
+    service: ServiceDep, caller: Caller, rubric: RubricFilter = None
+) -> Response:
+    """Download every label as JSON Lines (one label per line, oldest first)."""
+    _reviewer(caller)
+    lines = await asyncio.to_thread(lambda: list(_queue(service).export_jsonl(rubric)))
+    return StreamingResponse(
+        iter(lines),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": 'attachment; filename="review-labels.jsonl"'},
+    )
+
+
+def _pair(row: dict[str, Any]) -> LabelledPair:
+    record = json.loads(row["record"])
+    components = record.get("components", {})
+    return LabelledPair(
+        inclusion_probability=row["inclusion_probability"],
+        grader_components={n: c.get("score") for n, c in components.items()},
+        grader_reward=record.get("raw_reward"),
+        grader_flagged=any(c.get("violations") for c in components.values()),
+        human_verdicts={n: v == "pass" for n, v in row["verdicts"].items()},
+        human_score=row["overall_score"],
+        human_flagged=bool(row["hack_types"]),
+    )
+
+
+@router.get("/v1/review/agreement", responses=ERRORS)
+async def agreement_stats(
+    service: ServiceDep, caller: Caller, rubric: RubricFilter = None
+) -> dict[str, Any]:
+    """Grader-vs-reviewer agreement, weighted by inverse inclusion probability.
+
+    Each statistic says ``insufficient_data`` below 50 labels. Pass/fail: a component
+    scoring at least 0.5 passes. Overall: the reward before group normalization.
+    """
+    _reviewer(caller)
+
+    def compute() -> dict[str, Any]:
+        pairs = [_pair(row) for row in _queue(service).labels(rubric)]
+        return {"rubric": rubric, **agreement_report(pairs)}
+
+    return await asyncio.to_thread(compute)

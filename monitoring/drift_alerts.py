@@ -1,0 +1,103 @@
+"""What the drift monitor says: stream keys, reference summaries and alerts with evidence."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = ["REWARD_STREAM", "Alert", "Detector", "DriftUpdate", "ReferenceSummary", "StreamKey"]
+
+# The rubric-level stream (the composed reward and the rollout's tests, runtime and
+# length). "@" cannot start a component name, so it never collides with one.
+REWARD_STREAM = "@reward"
+
+
+class Detector(StrEnum):
+    """The detectors; each alert names the one that fired."""
+
+    CUSUM = "cusum"
+    KS = "ks"
+    WASSERSTEIN = "wasserstein"
+    VARIANCE_COLLAPSE = "variance_collapse"
+    PASS_RATE_STEP = "pass_rate_step"
+    REWARD_UP_TESTS_DOWN = "reward_up_tests_down"
+    LENGTH_CORRELATION = "length_correlation"
+
+
+class StreamKey(BaseModel):
+    """One monitored stream: a rubric's component as scored by one grader version.
+
+    A new grader version starts a new stream with its own warm-up and reference:
+    a deliberate grader change is not drift.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rubric: str
+    component: str
+    version: str
+
+    def __str__(self) -> str:
+        return f"{self.rubric}/{self.component}@{self.version}"
+
+
+class ReferenceSummary(BaseModel):
+    """The frozen reference a stream is compared with, as evidence on every alert."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    first_window: int
+    windows: int
+    samples: int
+    mean: float
+    sd: float
+    effective_sd: float
+    window_mean_sd: float
+    wasserstein_threshold: float
+    collapse_probability: float
+    collapse_windows: int
+    pass_rate: float | None = None
+    tests_executed_mean: float | None = None
+    tests_executed_window_sd: float | None = None
+    runtime_s_mean: float | None = None
+    runtime_s_window_sd: float | None = None
+    length_correlation: float | None = None
+    length_pairs: int = 0
+
+
+class Alert(BaseModel):
+    """One detector firing on one stream, with what it measured.
+
+    ``statistic`` fires when it is at least ``threshold``, except for ``ks``
+    where it is the p-value and fires at or below the critical level that the
+    multiple-testing correction gave it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    detector: Detector
+    stream: StreamKey
+    window: int
+    statistic: float
+    threshold: float
+    reference: ReferenceSummary
+    evidence: dict[str, float | int | str | None]
+    message: str
+    opened_at: float | None = None
+
+    @property
+    def flag(self) -> str:
+        """Return the flag a reward carries while this alert is open."""
+        return f"drift:{self.stream.component}:{self.detector.value}"
+
+
+class DriftUpdate(BaseModel):
+    """The alerts one call to the monitor opened and closed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    opened: tuple[Alert, ...] = ()
+    closed: tuple[Alert, ...] = ()
+    windows: int = 0

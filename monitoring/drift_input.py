@@ -1,0 +1,254 @@
+"""What the drift monitor takes: a batch of rewards as columns, or reward objects read structurally.
+
+``monitoring`` may not import ``rubrics``, so a reward is read through the
+:class:`RewardLike` protocol, which ``rubrics.reward.Reward`` satisfies as it is.
+Columns rather than objects: a window is a few hundred scores, and a benchmark
+or a replay feeds millions, so the monitor works on arrays from the start.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = [
+    "ComponentLike",
+    "ComponentScores",
+    "RewardBatch",
+    "RewardLike",
+    "RubricLike",
+    "batch_from_rewards",
+]
+
+Floats = npt.NDArray[np.float64]
+
+# Outcomes that mean a test was not executed at all (the candidate skipped it or
+# the run ended first): falling "tests executed" is a reward-hacking sign.
+_NOT_EXECUTED = frozenset({"skipped", "not_run", "deselected"})
+
+
+def _column(values: npt.ArrayLike | Sequence[float | None], size: int | None, name: str) -> Floats:
+    """Return ``values`` as a float column, ``None`` read as NaN, checked to hold ``size``."""
+    array = np.array(
+        [math.nan if v is None else v for v in values] if isinstance(values, Sequence) else values,
+        dtype=np.float64,
+    )
+    if array.ndim != 1 or (size is not None and array.shape != (size,)):
+        raise ValueError(f"{name}: expected {size} values, got shape {array.shape}")
+    return array
+
+
+class ComponentScores:
+    """One component's scores in a batch, all from one grader version.
+
+    ``None`` or NaN marks a sample the grader could not score: it is left out
+    of the stream rather than counted as a zero.
+    """
+
+    __slots__ = ("grader_version", "scores")
+
+    def __init__(self, grader_version: str, scores: npt.ArrayLike | Sequence[float | None]) -> None:
+        self.grader_version = grader_version
+        self.scores = _column(scores, None, "scores")
+
+
+class RewardBatch:
+    """Rewards of one rubric version as columns, one entry per rollout.
+
+    Args:
+        rubric: The rubric's name.
+        rubric_version: What identifies the rubric's content (its sha256 is best):
+            the rubric-level stream restarts when it changes.
+        rewards: The composed reward, ``None``/NaN where the rubric abstained.
+        components: Component name → its scores.
+        passed: 1 where every test passed, 0 where not, NaN where no tests ran.
+        tests_executed: How many tests ran for each rollout.
+        runtime_s: How long the tests ran.
+        response_length: The response's length (characters or tokens, consistently).
+    """
+
+    __slots__ = (
+        "components",
+        "passed",
+        "response_length",
+        "rewards",
+        "rubric",
+        "rubric_version",
+        "runtime_s",
+        "size",
+        "tests_executed",
+    )
+
+    def __init__(
+        self,
+        rubric: str,
+        rubric_version: str,
+        rewards: npt.ArrayLike | Sequence[float | None],
+        components: Mapping[str, ComponentScores],
+        *,
+        passed: npt.ArrayLike | Sequence[float | None] | None = None,
+        tests_executed: npt.ArrayLike | Sequence[float | None] | None = None,
+        runtime_s: npt.ArrayLike | Sequence[float | None] | None = None,
+        response_length: npt.ArrayLike | Sequence[float | None] | None = None,
+    ) -> None:
+        self.rubric = rubric
+        self.rubric_version = rubric_version
+        self.rewards = _column(rewards, None, "rewards")
+        self.size = self.rewards.shape[0]
+        for name, component in components.items():
+            if component.scores.shape != (self.size,):
+                raise ValueError(
+                    f"component {name!r}: expected {self.size} scores, "
+                    f"got {component.scores.shape[0]}"
+                )
+        self.components = dict(components)
+        missing = np.full(self.size, math.nan)
+        self.passed = missing if passed is None else _column(passed, self.size, "passed")
+        self.tests_executed = (
+            missing
+            if tests_executed is None
+            else _column(tests_executed, self.size, "tests_executed")
+        )
+        self.runtime_s = (
+            missing if runtime_s is None else _column(runtime_s, self.size, "runtime_s")
+        )
+        self.response_length = (
+            missing
+            if response_length is None
+            else _column(response_length, self.size, "response_length")
+        )
+
+
+class RubricLike(Protocol):
+    """The rubric identity a reward carries."""
+
+    @property
+    def name(self) -> str: ...  # noqa: D102
+
+    @property
+    def version(self) -> int: ...  # noqa: D102
+
+    @property
+    def sha256(self) -> str: ...  # noqa: D102
+
+
+class ComponentLike(Protocol):
+    """One component's outcome inside a reward."""
+
+    @property
+    def score(self) -> float | None: ...  # noqa: D102
+
+    @property
+    def grader(self) -> str: ...  # noqa: D102
+
+    @property
+    def grader_version(self) -> str: ...  # noqa: D102
+
+    @property
+    def details(self) -> Mapping[str, Any]: ...  # noqa: D102
+
+    @property
+    def latency_s(self) -> float: ...  # noqa: D102
+
+
+class RewardLike(Protocol):
+    """A reward as ``rubrics.reward.Reward`` shapes it."""
+
+    @property
+    def reward(self) -> float | None: ...  # noqa: D102
+
+    @property
+    def raw_reward(self) -> float | None: ...  # noqa: D102
+
+    @property
+    def components(self) -> Mapping[str, ComponentLike]: ...  # noqa: D102
+
+    @property
+    def rubric(self) -> RubricLike: ...  # noqa: D102
+
+
+def _tests_component(reward: RewardLike) -> ComponentLike | None:
+    """Return the component whose details count tests, preferring the unit-test grader."""
+    counted = [
+        c
+        for c in reward.components.values()
+        if isinstance(c.details.get("passed"), int) and isinstance(c.details.get("total"), int)
+    ]
+    for component in counted:
+        if component.grader == "unit_tests":
+            return component
+    return counted[0] if counted else None
+
+
+def _executed(details: Mapping[str, Any]) -> int:
+    tests = details.get("tests")
+    if isinstance(tests, list) and all(isinstance(t, Mapping) for t in tests):
+        return sum(t.get("outcome") not in _NOT_EXECUTED for t in tests)
+    return int(details["total"])
+
+
+def batch_from_rewards(
+    rewards: Sequence[RewardLike], response_lengths: Sequence[int | None] | None = None
+) -> list[RewardBatch]:
+    """Turn reward objects into batches, one per (rubric, rubric sha, grader versions).
+
+    The rubric-level stream watches ``raw_reward`` (before group normalization,
+    which would hide any shift of the whole group). Tests come from the
+    component whose details carry integer ``passed`` and ``total`` (the
+    unit-test grader's); its ``latency_s`` is the runtime.
+
+    Args:
+        rewards: Rewards in the order they were made.
+        response_lengths: Each rollout's response length, if known.
+
+    Returns:
+        The batches, in order of their first reward.
+    """
+    if response_lengths is not None and len(response_lengths) != len(rewards):
+        raise ValueError("response_lengths must have one entry per reward")
+    groups: dict[tuple[str, str, tuple[tuple[str, str], ...]], list[int]] = {}
+    for i, reward in enumerate(rewards):
+        versions = tuple(sorted((n, c.grader_version) for n, c in reward.components.items()))
+        groups.setdefault((reward.rubric.name, reward.rubric.sha256, versions), []).append(i)
+    batches = []
+    for (rubric, sha, versions), indices in groups.items():
+        chosen = [rewards[i] for i in indices]
+        passed: list[float | None] = []
+        executed: list[float | None] = []
+        runtime: list[float | None] = []
+        for reward in chosen:
+            tests = _tests_component(reward)
+            if tests is None or tests.score is None:
+                passed.append(None)
+                executed.append(None)
+                runtime.append(None)
+                continue
+            total = int(tests.details["total"])
+            passed.append(float(total > 0 and tests.details["passed"] == total))
+            executed.append(float(_executed(tests.details)))
+            runtime.append(tests.latency_s)
+        lengths = (
+            None
+            if response_lengths is None
+            else [None if (v := response_lengths[i]) is None else float(v) for i in indices]
+        )
+        batches.append(
+            RewardBatch(
+                rubric,
+                sha,
+                [r.raw_reward for r in chosen],
+                {
+                    name: ComponentScores(version, [r.components[name].score for r in chosen])
+                    for name, version in versions
+                },
+                passed=passed,
+                tests_executed=executed,
+                runtime_s=runtime,
+                response_length=lengths,
+            )
+        )
+    return batches

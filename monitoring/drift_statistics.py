@@ -1,0 +1,252 @@
+"""The statistics behind the drift detectors: pure functions of arrays, no state.
+
+Each is small enough to test on a table and against scipy; the monitor in
+:mod:`monitoring.drift` only strings them together per window.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from scipy import stats  # type: ignore[import-untyped]
+
+__all__ = [
+    "BootstrapReference",
+    "benjamini_hochberg",
+    "bootstrap_reference",
+    "effective_sd",
+    "fisher_z_rise",
+    "holm",
+    "normalized_wasserstein",
+    "two_proportion_z",
+    "two_sided_cusum",
+    "wasserstein_from_counts",
+    "windows_needed",
+]
+
+Floats = npt.NDArray[np.float64]
+Bools = npt.NDArray[np.bool_]
+
+# Spearman's rho has a slightly larger sampling variance than Pearson's r under the
+# Fisher transform (Fieller, Hartley & Pearson 1957): var ≈ 1.06 / (n - 3).
+_SPEARMAN_VARIANCE_FACTOR = 1.06
+
+
+def two_sided_cusum(
+    z: npt.ArrayLike, k: float, h: float, start: tuple[float, float] = (0.0, 0.0)
+) -> tuple[Floats, Floats, Bools]:
+    """Run a two-sided CUSUM over standardized window means.
+
+    ``S+ = max(0, S+ + z - k)`` and ``S- = max(0, S- - z - k)``; a window whose
+    statistic passes ``h`` alarms, and both sums restart from zero after it, so a
+    shift that persists alarms again and keeps its alert open.
+
+    Args:
+        z: Standardized window means, in order.
+        k: Allowance per window: drift smaller than ``k`` never accumulates.
+        h: Decision threshold.
+        start: ``(S+, S-)`` carried over from earlier windows.
+
+    Returns:
+        The upper and lower sums after each window (before any restart) and
+        whether each window alarmed.
+    """
+    values = np.asarray(z, dtype=np.float64)
+    upper = np.empty_like(values)
+    lower = np.empty_like(values)
+    alarm = np.zeros(values.shape, dtype=np.bool_)
+    s_pos, s_neg = start
+    # A loop, not a vectorised scan: the restart after an alarm makes each step
+    # depend on the previous decision, and windows arrive a few at a time anyway.
+    for i, zi in enumerate(values.tolist()):
+        s_pos = max(0.0, s_pos + zi - k)
+        s_neg = max(0.0, s_neg - zi - k)
+        upper[i], lower[i] = s_pos, s_neg
+        if s_pos > h or s_neg > h:
+            alarm[i] = True
+            s_pos = s_neg = 0.0
+    return upper, lower, alarm
+
+
+def holm(pvalues: npt.ArrayLike, alpha: float) -> Bools:
+    """Reject with Holm's step-down procedure (family-wise error at most ``alpha``).
+
+    Returns:
+        Which hypotheses are rejected, in the order given.
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    reject = np.zeros(m, dtype=np.bool_)
+    order = np.argsort(p, kind="stable")
+    for rank, index in enumerate(order.tolist()):
+        if p[index] > alpha / (m - rank):
+            break
+        reject[index] = True
+    return reject
+
+
+def benjamini_hochberg(pvalues: npt.ArrayLike, alpha: float) -> Bools:
+    """Reject with the Benjamini-Hochberg step-up procedure (false discovery rate ``alpha``).
+
+    Returns:
+        Which hypotheses are rejected, in the order given.
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    reject = np.zeros(m, dtype=np.bool_)
+    if m == 0:
+        return reject
+    order = np.argsort(p, kind="stable")
+    below = p[order] <= alpha * np.arange(1, m + 1) / m
+    if below.any():
+        last = int(np.flatnonzero(below)[-1])
+        reject[order[: last + 1]] = True
+    return reject
+
+
+def effective_sd(sd: float, n_reference: int) -> float:
+    """Return the reference sd, floored where the reference was (nearly) constant.
+
+    A reference of all-passes has sd 0, and the first failure would then be an
+    infinite number of sds away. The floor is the sd of a 0/1 score whose rate is
+    the rule-of-three bound ``3 / n``: the largest rate a reference of ``n``
+    identical scores cannot rule out.
+    """
+    rate = min(0.5, 3.0 / max(n_reference, 1))
+    return max(sd, math.sqrt(rate * (1.0 - rate)))
+
+
+def normalized_wasserstein(window: npt.ArrayLike, reference: npt.ArrayLike, scale: float) -> float:
+    """Return the 1-Wasserstein distance between two samples, in units of ``scale``."""
+    return float(stats.wasserstein_distance(window, reference)) / scale
+
+
+def wasserstein_from_counts(
+    values: Floats, counts_a: npt.NDArray[Any], counts_b: npt.NDArray[Any]
+) -> Floats:
+    """Return the 1-Wasserstein distances between rows of counts over the same sorted values.
+
+    ``W1 = sum_i |F_a(v_i) - F_b(v_i)| (v_{i+1} - v_i)``, the area between the two
+    empirical CDFs, for every row at once.
+
+    Args:
+        values: Distinct values, ascending.
+        counts_a: (rows, values) counts of the first samples.
+        counts_b: (rows, values) counts of the second samples.
+    """
+    gap = counts_a / counts_a.sum(axis=1, keepdims=True)
+    gap -= counts_b / counts_b.sum(axis=1, keepdims=True)
+    np.cumsum(gap, axis=1, out=gap)
+    np.abs(gap, out=gap)
+    # A zero-width step after the last value keeps the rows contiguous for BLAS.
+    distances: Floats = gap @ np.append(np.diff(values), 0.0)
+    return distances
+
+
+class BootstrapReference:
+    """What a bootstrap at the live window size says about a frozen reference.
+
+    Attributes:
+        wasserstein: Normalized Wasserstein distances between a resampled window
+            of the live size and a resampled reference of the reference's size.
+        variance: The resampled windows' variances (``ddof=1``).
+    """
+
+    __slots__ = ("variance", "wasserstein")
+
+    def __init__(self, wasserstein: Floats, variance: Floats) -> None:
+        self.wasserstein = wasserstein
+        self.variance = variance
+
+
+def bootstrap_reference(
+    reference: npt.ArrayLike,
+    window: int,
+    scale: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> BootstrapReference:
+    """Bootstrap window statistics at the live window size from the reference.
+
+    Both sides are resampled: a live window is compared with a finite reference,
+    not with the true distribution, so resampling only the window would make the
+    null distances too small and the threshold too liberal. Vectorised: every
+    resample is a row of counts over the reference's distinct values, so the
+    CDFs, distances and variances of all resamples come out of a few array ops.
+
+    Args:
+        reference: The frozen reference scores.
+        window: The live window size.
+        scale: What distances are divided by (the reference's effective sd).
+        resamples: How many bootstrap windows.
+        rng: The source of randomness.
+
+    Returns:
+        The distances and variances of the resampled windows.
+    """
+    ref = np.asarray(reference, dtype=np.float64)
+    values, inverse = np.unique(ref, return_inverse=True)
+    distinct = values.size
+    n_ref = ref.size
+
+    def counts(size: int) -> npt.NDArray[np.int64]:
+        picks = inverse[rng.integers(0, n_ref, size=(resamples, size))]
+        picks += distinct * np.arange(resamples)[:, None]
+        tally = np.bincount(picks.ravel(), minlength=resamples * distinct)
+        return tally.reshape(resamples, distinct)
+
+    window_counts = counts(window).astype(np.float64)
+    wasserstein = wasserstein_from_counts(values, window_counts, counts(n_ref)) / scale
+    # Centre first: the variance of scores near 1.0 loses digits otherwise.
+    centred = values - ref.mean()
+    mean = window_counts @ centred / window
+    second = window_counts @ (centred * centred) / window
+    variance = np.maximum(second - mean * mean, 0.0) * window / (window - 1)
+    return BootstrapReference(wasserstein=wasserstein, variance=variance)
+
+
+def windows_needed(probability: float, alpha: float) -> int:
+    """Return how many windows in a row must fire for a joint chance below ``alpha``.
+
+    Treats windows as independent under no drift, which they are for a stream of
+    independent rollouts cut into disjoint windows.
+    """
+    if probability <= 0.0:
+        return 1
+    if probability >= 1.0:
+        raise ValueError("a condition that always holds cannot be made rare by persistence")
+    return max(1, math.ceil(math.log(alpha) / math.log(probability)))
+
+
+def two_proportion_z(successes_a: int, n_a: int, successes_b: int, n_b: int) -> float:
+    """Return the pooled two-proportion z of ``b`` against ``a`` (positive when ``b`` is higher).
+
+    Zero when either side is empty or the pooled rate is 0 or 1: no variation is
+    no evidence of a step.
+    """
+    if n_a == 0 or n_b == 0:
+        return 0.0
+    pooled = (successes_a + successes_b) / (n_a + n_b)
+    variance = pooled * (1.0 - pooled) * (1.0 / n_a + 1.0 / n_b)
+    if variance <= 0.0:
+        return 0.0
+    return (successes_b / n_b - successes_a / n_a) / math.sqrt(variance)
+
+
+def fisher_z_rise(rho_now: float, n_now: int, rho_reference: float, n_reference: int) -> float:
+    """Return the Fisher z of a rise in Spearman's rho from the reference to now.
+
+    Returns:
+        A standard-normal statistic under no change; NaN when either side has
+        fewer than 4 pairs or a rho is NaN.
+    """
+    if n_now < 4 or n_reference < 4 or math.isnan(rho_now) or math.isnan(rho_reference):
+        return math.nan
+    bound = 1.0 - 1e-9
+    now = math.atanh(min(max(rho_now, -bound), bound))
+    ref = math.atanh(min(max(rho_reference, -bound), bound))
+    se = math.sqrt(_SPEARMAN_VARIANCE_FACTOR * (1.0 / (n_now - 3) + 1.0 / (n_reference - 3)))
+    return (now - ref) / se

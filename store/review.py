@@ -1,0 +1,397 @@
+"""The human-review queue: sampled rewards waiting for labels, handed out under leases.
+
+A reviewer claims the oldest open item and holds it under a lease (10 minutes by
+default) that a heartbeat extends. A lease that runs out returns the item to the
+queue; the lease's token changes at every claim, so a reviewer whose lease was taken
+over cannot heartbeat or label the item any more. An item is never held by two
+reviewers at once: on PostgreSQL the claim locks its row with ``FOR UPDATE SKIP
+LOCKED`` (concurrent claims skip it instead of queueing behind it); on SQLite the
+store's write lock serializes claims in a process, and the claim itself is an UPDATE
+whose WHERE re-checks that the lease is free, so a claim that lost a race (another
+process) changes no row and tries the next item.
+
+Double review asks for labels from two different reviewers: after the first label
+the item goes back to the queue for anyone who has not labelled it yet.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, and_, case, exists, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+
+from store.db import Store
+from store.tables import review_items, review_labels, rewards
+
+__all__ = [
+    "DEFAULT_LEASE_S",
+    "ClaimedItem",
+    "EnqueueItem",
+    "Label",
+    "LeaseLostError",
+    "ReviewQueue",
+]
+
+DEFAULT_LEASE_S = 600.0
+OPEN = "open"
+DONE = "done"
+# How many candidate rows one claim tries before giving up on a race-heavy moment.
+CLAIM_ATTEMPTS = 8
+
+
+class LeaseLostError(Exception):
+    """The caller no longer holds this item (never did, expired and reclaimed, or done)."""
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueItem:
+    """A logged reward the sampler chose for review."""
+
+    request_id: str
+    position: int
+    sample_id: str
+    rubric_name: str
+    rubric_sha256: str
+    inclusion_probability: float
+    reason: str
+    required_reviews: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedItem:
+    """An item under a lease, with what the reviewer needs to judge it."""
+
+    id: int
+    reward_id: int
+    sample_id: str
+    rubric_name: str
+    rubric_sha256: str
+    inclusion_probability: float
+    reason: str
+    required_reviews: int
+    label_count: int
+    lease_token: str
+    lease_expires_at: float
+    record: str
+    sample: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Label:
+    """One reviewer's judgement of one item."""
+
+    verdicts: dict[str, str] = field(default_factory=dict)
+    overall_score: float | None = None
+    hack_types: Sequence[str] = ()
+    comment: str = ""
+
+
+class ReviewQueue:
+    """Queue operations over a :class:`Store`'s engine and write lock."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        lease_s: float = DEFAULT_LEASE_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if lease_s <= 0:
+            raise ValueError(f"lease_s must be positive, got {lease_s}")
+        self.store = store
+        self.lease_s = lease_s
+        self.clock = clock
+
+    def _writing(self) -> AbstractContextManager[Connection]:
+        # The store's own write lock: SQLite has one writer, and review writes must
+        # queue behind reward writes in the same process rather than spin on the file.
+        return self.store._writing()
+
+    # -- filling --------------------------------------------------------------------
+
+    def enqueue(self, items: Sequence[EnqueueItem]) -> int:
+        """Add sampled rewards to the queue; return how many were new.
+
+        A reward already in the queue is skipped (an idempotent replay of a request
+        must not queue its samples twice).
+        """
+        if not items:
+            return 0
+        now = self.clock()
+        with self._writing() as conn:
+            ids = self._reward_ids(conn, {item.request_id for item in items})
+            wanted: dict[int, EnqueueItem] = {}
+            for item in items:
+                reward_id = ids.get((item.request_id, item.position))
+                if reward_id is None:
+                    raise KeyError(f"no logged reward at {item.request_id}[{item.position}]")
+                wanted[reward_id] = item
+            present = set(
+                conn.execute(
+                    select(review_items.c.reward_id).where(
+                        review_items.c.reward_id.in_(sorted(wanted))
+                    )
+                ).scalars()
+            )
+            rows = [
+                {
+                    "reward_id": reward_id,
+                    "sample_id": item.sample_id,
+                    "rubric_name": item.rubric_name,
+                    "rubric_sha256": item.rubric_sha256,
+                    "inclusion_probability": item.inclusion_probability,
+                    "reason": item.reason,
+                    "status": OPEN,
+                    "required_reviews": item.required_reviews,
+                    "label_count": 0,
+                    "created_at": now,
+                }
+                for reward_id, item in wanted.items()
+                if reward_id not in present
+            ]
+            if rows:
+                conn.execute(insert(review_items), rows)
+        return len(rows)
+
+    @staticmethod
+    def _reward_ids(conn: Connection, request_ids: set[str]) -> dict[tuple[str, int], int]:
+        rows = conn.execute(
+            select(rewards.c.request_id, rewards.c.position, rewards.c.id).where(
+                rewards.c.request_id.in_(sorted(request_ids))
+            )
+        )
+        return {(r.request_id, r.position): r.id for r in rows}
+
+    # -- leasing ----------------------------------------------------------------------
+
+    def _claimable(self, reviewer: str, now: float, rubric: str | None) -> Any:
+        labelled_by_me = exists().where(
+            review_labels.c.item_id == review_items.c.id, review_labels.c.reviewer == reviewer
+        )
+        condition = and_(
+            review_items.c.status == OPEN,
+            or_(review_items.c.lease_expires_at.is_(None), review_items.c.lease_expires_at <= now),
+            ~labelled_by_me,
+        )
+        if rubric is not None:
+            condition = and_(condition, review_items.c.rubric_name == rubric)
+        return condition
+
+    def claim(self, reviewer: str, *, rubric: str | None = None) -> ClaimedItem | None:
+        """Lease the oldest open item this reviewer has not labelled; ``None`` if none is free."""
+        for _ in range(CLAIM_ATTEMPTS):
+            now = self.clock()
+            token = secrets.token_hex(16)
+            expires = now + self.lease_s
+            with self._writing() as conn:
+                query = (
+                    select(review_items.c.id)
+                    .where(self._claimable(reviewer, now, rubric))
+                    .order_by(review_items.c.id)
+                    .limit(1)
+                )
+                if not self.store.is_sqlite:
+                    query = query.with_for_update(skip_locked=True, of=review_items)
+                item_id = conn.execute(query).scalar()
+                if item_id is None:
+                    return None
+                # The WHERE repeats the claimable condition: on SQLite the SELECT ran
+                # outside any snapshot, so another process may have leased it since.
+                taken = conn.execute(
+                    update(review_items)
+                    .where(review_items.c.id == item_id, self._claimable(reviewer, now, rubric))
+                    .values(lease_owner=reviewer, lease_token=token, lease_expires_at=expires)
+                )
+                if taken.rowcount != 1:
+                    continue
+                row = conn.execute(
+                    select(review_items, rewards.c.record, rewards.c.sample)
+                    .join(rewards, rewards.c.id == review_items.c.reward_id)
+                    .where(review_items.c.id == item_id)
+                ).one()
+            return ClaimedItem(
+                id=row.id,
+                reward_id=row.reward_id,
+                sample_id=row.sample_id,
+                rubric_name=row.rubric_name,
+                rubric_sha256=row.rubric_sha256,
+                inclusion_probability=row.inclusion_probability,
+                reason=row.reason,
+                required_reviews=row.required_reviews,
+                label_count=row.label_count,
+                lease_token=token,
+                lease_expires_at=expires,
+                record=row.record,
+                sample=row.sample,
+            )
+        return None
+
+    def _held(self, item_id: int, token: str, reviewer: str) -> Any:
+        # The token alone decides: a lease that ran out but was not reclaimed by
+        # anyone is still this reviewer's (no one else saw the item meanwhile).
+        return and_(
+            review_items.c.id == item_id,
+            review_items.c.lease_token == token,
+            review_items.c.lease_owner == reviewer,
+            review_items.c.status == OPEN,
+        )
+
+    def heartbeat(self, item_id: int, token: str, reviewer: str) -> float:
+        """Extend a held lease by the lease length; return its new expiry.
+
+        Raises:
+            LeaseLostError: the caller does not hold this item.
+        """
+        expires = self.clock() + self.lease_s
+        with self._writing() as conn:
+            result = conn.execute(
+                update(review_items)
+                .where(self._held(item_id, token, reviewer))
+                .values(lease_expires_at=expires)
+            )
+        if result.rowcount != 1:
+            raise LeaseLostError(f"review item {item_id} is not held under this lease")
+        return expires
+
+    def release(self, item_id: int, token: str, reviewer: str) -> None:
+        """Give a held item back to the queue unlabelled (a reviewer skips it).
+
+        Raises:
+            LeaseLostError: the caller does not hold this item.
+        """
+        with self._writing() as conn:
+            result = conn.execute(
+                update(review_items)
+                .where(self._held(item_id, token, reviewer))
+                .values(lease_owner=None, lease_token=None, lease_expires_at=None)
+            )
+        if result.rowcount != 1:
+            raise LeaseLostError(f"review item {item_id} is not held under this lease")
+
+    def submit(self, item_id: int, token: str, reviewer: str, label: Label) -> None:
+        """Store a label for a held item and end the lease, in one transaction.
+
+        Raises:
+            LeaseLostError: the caller does not hold this item; nothing is stored.
+        """
+        now = self.clock()
+        try:
+            with self._writing() as conn:
+                result = conn.execute(
+                    update(review_items)
+                    .where(self._held(item_id, token, reviewer))
+                    .values(
+                        label_count=review_items.c.label_count + 1,
+                        status=case(
+                            (
+                                review_items.c.label_count + 1 >= review_items.c.required_reviews,
+                                DONE,
+                            ),
+                            else_=OPEN,
+                        ),
+                        lease_owner=None,
+                        lease_token=None,
+                        lease_expires_at=None,
+                    )
+                )
+                if result.rowcount != 1:
+                    raise LeaseLostError(f"review item {item_id} is not held under this lease")
+                conn.execute(
+                    insert(review_labels),
+                    {
+                        "item_id": item_id,
+                        "reviewer": reviewer,
+                        "verdicts": json.dumps(label.verdicts, sort_keys=True),
+                        "overall_score": label.overall_score,
+                        "hack_types": json.dumps(list(label.hack_types)),
+                        "comment": label.comment,
+                        "created_at": now,
+                    },
+                )
+        except IntegrityError as e:
+            # Unreachable through claim (it skips items this reviewer labelled), but a
+            # second label by one reviewer must never count as a double review.
+            raise LeaseLostError(f"review item {item_id} already has this reviewer's label") from e
+
+    # -- reading ----------------------------------------------------------------------
+
+    def stats(self, rubric: str | None = None) -> dict[str, Any]:
+        """Count items per rubric: open (free), leased, done, and labels."""
+        now = self.clock()
+        leased = and_(
+            review_items.c.status == OPEN,
+            review_items.c.lease_expires_at.is_not(None),
+            review_items.c.lease_expires_at > now,
+        )
+        query = select(
+            review_items.c.rubric_name,
+            func.count().label("items"),
+            func.sum(case((review_items.c.status == DONE, 1), else_=0)).label("done"),
+            func.sum(case((leased, 1), else_=0)).label("leased"),
+            func.sum(review_items.c.label_count).label("labels"),
+        ).group_by(review_items.c.rubric_name)
+        if rubric is not None:
+            query = query.where(review_items.c.rubric_name == rubric)
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        per_rubric = {
+            r.rubric_name: {
+                "items": int(r.items),
+                "done": int(r.done or 0),
+                "leased": int(r.leased or 0),
+                "open": int(r.items) - int(r.done or 0) - int(r.leased or 0),
+                "labels": int(r.labels or 0),
+            }
+            for r in rows
+        }
+        totals = {
+            key: sum(v[key] for v in per_rubric.values())
+            for key in ("items", "open", "leased", "done", "labels")
+        }
+        return {**totals, "rubrics": per_rubric}
+
+    def labels(self, rubric: str | None = None) -> list[dict[str, Any]]:
+        """Return every label (oldest first) with its item and the reward record it judged."""
+        query = (
+            select(
+                review_labels.c.id.label("label_id"),
+                review_labels.c.item_id,
+                review_labels.c.reviewer,
+                review_labels.c.verdicts,
+                review_labels.c.overall_score,
+                review_labels.c.hack_types,
+                review_labels.c.comment,
+                review_labels.c.created_at,
+                review_items.c.reward_id,
+                review_items.c.sample_id,
+                review_items.c.rubric_name,
+                review_items.c.rubric_sha256,
+                review_items.c.inclusion_probability,
+                review_items.c.reason,
+                rewards.c.record,
+            )
+            .join(review_items, review_items.c.id == review_labels.c.item_id)
+            .join(rewards, rewards.c.id == review_items.c.reward_id)
+            .order_by(review_labels.c.id)
+        )
+        if rubric is not None:
+            query = query.where(review_items.c.rubric_name == rubric)
+        with self.store.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        for row in rows:
+            row["verdicts"] = json.loads(row["verdicts"])
+            row["hack_types"] = json.loads(row["hack_types"])
+        return rows
+
+    def export_jsonl(self, rubric: str | None = None) -> Iterator[str]:
+        """Yield one JSON line per label (the reward record left out; it is in the log)."""
+        for row in self.labels(rubric):
+            row.pop("record")
+            yield json.dumps(row, sort_keys=True) + "\n"

@@ -1,0 +1,243 @@
+"""The review queue on SQLite and PostgreSQL: leases, expiry, double review, concurrency."""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from store.db import RewardRow, Store
+from store.review import EnqueueItem, Label, LeaseLostError, ReviewQueue
+from store.tables import metadata
+
+
+class FakeClock:
+    """Time that moves only when a test says so: leases expire without sleeping."""
+
+    def __init__(self, now: float = 1_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'review.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    store = Store(url)
+    store.migrate()
+    yield store
+    store.close()
+
+
+def log_and_enqueue(
+    store: Store, queue: ReviewQueue, n: int, *, rubric: str = "r", required: int = 1
+) -> str:
+    request_id = uuid.uuid4().hex
+    rows = [
+        RewardRow(
+            position=i,
+            sample_id=f"s{i}",
+            group_id=None,
+            reward=i / n,
+            raw_reward=i / n,
+            record=json.dumps({"id": f"s{i}", "components": {}}),
+            sample=json.dumps({"id": f"s{i}", "response": f"answer {i}"}),
+            sample_sha256="0" * 64,
+            latency_s=0.0,
+        )
+        for i in range(n)
+    ]
+    store.record_request(
+        request_id=request_id,
+        client="trainer",
+        idempotency_key=None,
+        endpoint="rewards",
+        rubric_name=rubric,
+        rubric_version=1,
+        rubric_sha256="a" * 64,
+        envelope="{}",
+        rows=rows,
+    )
+    items = [
+        EnqueueItem(request_id, i, f"s{i}", rubric, "a" * 64, 0.5, "uniform", required)
+        for i in range(n)
+    ]
+    assert queue.enqueue(items) == n
+    assert queue.enqueue(items) == 0  # a replayed request does not queue twice
+    return request_id
+
+
+def test_the_migration_creates_exactly_the_review_tables_declared(store: Store) -> None:
+    with store.engine.connect() as conn:
+        diff = compare_metadata(MigrationContext.configure(conn), metadata)
+    # Only the review tables are this test's business; test_store owns the others.
+    assert [d for d in diff if "review_" in repr(d)] == []
+
+
+def test_claim_label_and_export(store: Store) -> None:
+    queue = ReviewQueue(store)
+    log_and_enqueue(store, queue, 3)
+    item = queue.claim("alice")
+    assert item is not None and item.sample_id == "s0" and item.label_count == 0
+    assert json.loads(item.sample or "")["response"] == "answer 0"
+    label = Label(
+        verdicts={"tests": "pass"}, overall_score=0.75, hack_types=["early_exit"], comment="hm"
+    )
+    queue.submit(item.id, item.lease_token, "alice", label)
+    with pytest.raises(LeaseLostError):  # the lease ended with the label
+        queue.submit(item.id, item.lease_token, "alice", label)
+    stats = queue.stats()
+    assert (stats["items"], stats["done"], stats["open"], stats["labels"]) == (3, 1, 2, 1)
+    lines = list(queue.export_jsonl())
+    assert len(lines) == 1
+    row = json.loads(lines[0])
+    assert row["verdicts"] == {"tests": "pass"} and row["hack_types"] == ["early_exit"]
+    assert row["reviewer"] == "alice" and row["inclusion_probability"] == 0.5
+    assert row["overall_score"] == 0.75 and row["comment"] == "hm" and "record" not in row
+
+
+def test_rubric_filter_and_unknown_reward(store: Store) -> None:
+    queue = ReviewQueue(store)
+    log_and_enqueue(store, queue, 2, rubric="a")
+    log_and_enqueue(store, queue, 2, rubric="b")
+    item = queue.claim("bob", rubric="b")
+    assert item is not None and item.rubric_name == "b"
+    assert set(queue.stats()["rubrics"]) == {"a", "b"}
+    assert queue.stats("b")["leased"] == 1 and queue.stats("a")["leased"] == 0
+    with pytest.raises(KeyError):
+        queue.enqueue([EnqueueItem("nope", 0, "x", "a", "a" * 64, 1.0, "uniform")])
+
+
+def test_expired_lease_returns_the_item_and_heartbeat_keeps_it(store: Store) -> None:
+    clock = FakeClock()
+    queue = ReviewQueue(store, clock=clock)  # the default lease: 10 minutes
+    log_and_enqueue(store, queue, 1)
+    first = queue.claim("alice")
+    assert first is not None
+    clock.now += 599
+    assert queue.claim("bob") is None  # still alice's
+    assert queue.heartbeat(first.id, first.lease_token, "alice") == clock.now + 600
+    clock.now += 599
+    assert queue.claim("bob") is None  # the heartbeat extended it
+    clock.now += 2
+    second = queue.claim("bob")  # expired: it came back
+    assert second is not None and second.id == first.id
+    assert second.lease_token != first.lease_token
+    for attempt in (queue.heartbeat, queue.release):
+        with pytest.raises(LeaseLostError):
+            attempt(first.id, first.lease_token, "alice")
+    with pytest.raises(LeaseLostError):
+        queue.submit(first.id, first.lease_token, "alice", Label())
+    queue.submit(second.id, second.lease_token, "bob", Label(overall_score=1.0))
+    assert [r["reviewer"] for r in queue.labels()] == ["bob"]
+
+
+def test_release_returns_the_item_at_once(store: Store) -> None:
+    queue = ReviewQueue(store)
+    log_and_enqueue(store, queue, 1)
+    item = queue.claim("alice")
+    assert item is not None and queue.claim("bob") is None
+    queue.release(item.id, item.lease_token, "alice")
+    again = queue.claim("bob")
+    assert again is not None and again.id == item.id
+
+
+def test_double_review_needs_two_different_reviewers(store: Store) -> None:
+    queue = ReviewQueue(store)
+    log_and_enqueue(store, queue, 1, required=2)
+    item = queue.claim("alice")
+    assert item is not None
+    queue.submit(item.id, item.lease_token, "alice", Label())
+    assert queue.claim("alice") is None  # alice labelled it already
+    second = queue.claim("bob")
+    assert second is not None and second.id == item.id and second.label_count == 1
+    queue.submit(second.id, second.lease_token, "bob", Label())
+    assert queue.claim("carol") is None
+    assert queue.stats()["done"] == 1
+
+
+def run_reviewers(
+    store: Store, n_items: int, n_reviewers: int, required: int, abandon_every: int
+) -> list[dict[str, Any]]:
+    """Let reviewers work the queue in threads; some walk away from every n-th item."""
+    clock = FakeClock()
+    queue = ReviewQueue(store, clock=clock)
+    log_and_enqueue(store, queue, n_items, required=required)
+    holders: dict[int, str] = {}
+    tokens: list[str] = []
+    abandoned: list[int] = []
+    guard = threading.Lock()
+    errors: list[BaseException] = []
+
+    def reviewer(name: str, start: threading.Barrier, abandon: int) -> None:
+        try:
+            start.wait()
+            claims = 0
+            while (item := queue.claim(name)) is not None:
+                claims += 1
+                with guard:
+                    # Witness in memory: nobody else holds what the store just leased us.
+                    assert item.id not in holders, f"{item.id} held by {holders[item.id]}"
+                    holders[item.id] = name
+                    tokens.append(item.lease_token)
+                with guard:
+                    # Let go before submitting: under double review the next reviewer
+                    # may claim the item as soon as our label commits.
+                    del holders[item.id]
+                if abandon and claims % abandon == 0:
+                    abandoned.append(item.id)  # walked away: the lease runs on
+                    continue
+                # A lost lease here would mean someone else was handed our item.
+                queue.submit(item.id, item.lease_token, name, Label(overall_score=0.5))
+        except BaseException as e:
+            errors.append(e)
+
+    def work(abandon: int) -> None:
+        start = threading.Barrier(n_reviewers)
+        threads = [
+            threading.Thread(target=reviewer, args=(f"r{i}", start, abandon))
+            for i in range(n_reviewers)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert not any(t.is_alive() for t in threads), "a reviewer hung"
+        assert not errors, errors[:3]
+
+    work(abandon_every)
+    if abandon_every:
+        # The walked-away items are still leased, so nobody could take them...
+        assert abandoned and queue.stats()["leased"] == len(abandoned)
+        clock.now += queue.lease_s + 1
+        # ...until their leases ran out: then they come back, and get labelled.
+        assert queue.stats()["leased"] == 0
+        work(0)
+    assert len(set(tokens)) == len(tokens) == n_items * required + len(abandoned)
+    stats = queue.stats()
+    assert (stats["done"], stats["open"], stats["leased"]) == (n_items, 0, 0)
+    return queue.labels()
+
+
+@pytest.mark.parametrize(("required", "abandon_every"), [(1, 0), (2, 0), (1, 7)])
+def test_twenty_reviewers_label_every_item_exactly_as_often_as_required(
+    store: Store, required: int, abandon_every: int
+) -> None:
+    labels = run_reviewers(store, 500, 20, required=required, abandon_every=abandon_every)
+    per_item = Counter(row["item_id"] for row in labels)
+    assert len(per_item) == 500  # none lost
+    assert set(per_item.values()) == {required}
+    pairs = Counter((row["item_id"], row["reviewer"]) for row in labels)
+    assert set(pairs.values()) == {1}  # double review is by two different people
+    assert len({row["reviewer"] for row in labels}) > 1  # the work was actually shared
