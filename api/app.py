@@ -14,7 +14,7 @@ from starlette.responses import Response
 
 from api.errors import ApiError, error_response
 from api.middleware import ServiceMiddleware
-from api.routes import health, keys, review, rewards, rubrics
+from api.routes import drift, health, keys, review, rewards, rubrics
 from api.service import Service
 from api.settings import Settings
 from arbiter.version import __version__
@@ -96,7 +96,14 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
             500, "internal_error", "the service failed on this request; it was logged"
         )
 
-    for router in (rewards.router, rubrics.router, keys.router, health.router, review.router):
+    for router in (
+        rewards.router,
+        rubrics.router,
+        keys.router,
+        health.router,
+        review.router,
+        drift.router,
+    ):
         app.include_router(router)
     app.add_middleware(
         ServiceMiddleware,

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from api.admission import Admission
+from api.drift_watch import DriftWatch
 from api.errors import (
     Busy,
     Conflict,
@@ -49,6 +50,8 @@ __all__ = ["Principal", "Service"]
 logger = logging.getLogger("arbiter.service")
 
 KEY_CACHE_S = 30.0
+#: How often the watcher saves the drift monitor's state (and always at shutdown).
+DRIFT_SAVE_INTERVAL_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,7 @@ class Service:
         )
         self.metrics = Metrics()
         self.review_sampler = ReviewSampler(self.store, settings)  # human review (issue 7)
+        self.drift = DriftWatch(self.store, self.metrics)
         self._keys: dict[str, tuple[ApiKey | None, float]] = {}
         self._in_flight_keys: set[tuple[str, str]] = set()
         self._reload_task: asyncio.Task[None] | None = None
@@ -105,6 +109,7 @@ class Service:
     async def start(self) -> None:
         """Migrate the store, load rubrics, and start watching the rubric folders."""
         await asyncio.to_thread(self.store.migrate)
+        await asyncio.to_thread(self.drift.load)
         await asyncio.to_thread(self.sync_rubrics)
         await asyncio.to_thread(self.check_sandbox_layers)
         if self.settings.auth == "disabled":
@@ -123,6 +128,10 @@ class Service:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reload_task
         await asyncio.to_thread(self.registry.close)
+        try:
+            await asyncio.to_thread(self.drift.save)
+        except Exception:  # shutting down: the state is a convenience, the log is what matters
+            logger.exception("could not save the drift monitor's state")
         await asyncio.to_thread(self.store.close)
 
     def required_sandbox_layers(self) -> set[str]:
@@ -179,12 +188,16 @@ class Service:
         )
 
     async def _watch_rubrics(self) -> None:
+        saved = time.monotonic()
         while True:
             await asyncio.sleep(self.settings.rubric_reload_interval_s)
             try:
                 await asyncio.to_thread(self.sync_rubrics)
+                if time.monotonic() - saved >= DRIFT_SAVE_INTERVAL_S:
+                    await asyncio.to_thread(self.drift.save)
+                    saved = time.monotonic()
             except Exception:  # the watcher must outlive a transient store error
-                logger.exception("rubric reload failed; will retry")
+                logger.exception("rubric reload or drift-state save failed; will retry")
 
     # -- auth ---------------------------------------------------------------------
 
@@ -406,6 +419,7 @@ class Service:
                 deadline=deadline,
                 max_concurrency=self.settings.grader_concurrency,
             )
+            rewards = await self.drift.observe(rubric, rewards, samples)
             request_id = uuid.uuid4().hex
             records = [r.model_dump_json().encode() for r in rewards]
             envelope = orjson.dumps(make_envelope(request_id, time.perf_counter() - started))

@@ -238,8 +238,10 @@ class _Stream:
                 out[f"{name}_mean"] = mean
                 out[f"{name}_window_sd"] = window_sd
         pairs = ~np.isnan(rows[:, LENGTH])
-        if np.count_nonzero(pairs) >= _MIN_PAIRS:
-            rho = float(stats.spearmanr(rows[pairs, LENGTH], rows[pairs, VALUE]).statistic)
+        lengths, values = rows[pairs, LENGTH], rows[pairs, VALUE]
+        # A constant column has no rank correlation (scipy warns and returns NaN).
+        if np.count_nonzero(pairs) >= _MIN_PAIRS and np.ptp(lengths) > 0 and np.ptp(values) > 0:
+            rho = float(stats.spearmanr(lengths, values).statistic)
             if not math.isnan(rho):
                 out["length_correlation"] = rho
                 out["length_pairs"] = int(np.count_nonzero(pairs))

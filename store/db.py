@@ -22,7 +22,7 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from store.tables import api_keys, requests, rewards, rubric_versions
+from store.tables import api_keys, drift_alerts, drift_state, requests, rewards, rubric_versions
 
 __all__ = [
     "ROLES",
@@ -379,3 +379,47 @@ class Store:
                 )
             ).all()
         return [(r.text, r.origin) for r in rows]
+
+    # -- drift --------------------------------------------------------------------
+
+    def record_alerts(
+        self, opened: Sequence[dict[str, Any]], closed: Sequence[str], at: float
+    ) -> None:
+        """Store newly opened alerts (rows of ``drift_alerts``) and close others by id."""
+        with self._writing() as conn:
+            if opened:
+                conn.execute(insert(drift_alerts), list(opened))
+            for alert_id in closed:
+                conn.execute(
+                    update(drift_alerts)
+                    .where(drift_alerts.c.id == alert_id, drift_alerts.c.closed_at.is_(None))
+                    .values(closed_at=at)
+                )
+
+    def alerts(
+        self, *, open_only: bool = False, rubric: str | None = None, limit: int = 500
+    ) -> list[dict[str, Any]]:
+        """Return stored alerts, newest first."""
+        query = select(drift_alerts).order_by(drift_alerts.c.opened_at.desc()).limit(limit)
+        if open_only:
+            query = query.where(drift_alerts.c.closed_at.is_(None))
+        if rubric is not None:
+            query = query.where(drift_alerts.c.rubric_name == rubric)
+        with self.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
+    def save_drift_state(self, name: str, state: str) -> None:
+        """Keep the drift monitor's state (replacing the previous one)."""
+        with self._writing() as conn:
+            conn.execute(drift_state.delete().where(drift_state.c.name == name))
+            conn.execute(
+                insert(drift_state), {"name": name, "state": state, "saved_at": time.time()}
+            )
+
+    def load_drift_state(self, name: str) -> str | None:
+        """Return the drift monitor's saved state, if any."""
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(drift_state.c.state).where(drift_state.c.name == name)
+            ).first()
+        return None if row is None else str(row.state)

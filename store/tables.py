@@ -19,6 +19,8 @@ from sqlalchemy import (
 
 __all__ = [
     "api_keys",
+    "drift_alerts",
+    "drift_state",
     "metadata",
     "requests",
     "review_items",
@@ -142,4 +144,33 @@ review_labels = Table(
     Column("created_at", Float, nullable=False),
     # Double review means two *different* reviewers.
     UniqueConstraint("item_id", "reviewer", name="uq_review_labels_item_reviewer"),
+)
+
+drift_alerts = Table(
+    "drift_alerts",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("rubric_name", String(128), nullable=False),
+    Column("component", String(128), nullable=False),
+    Column("grader_version", String(64), nullable=False),
+    Column("detector", String(64), nullable=False),
+    Column("window", Integer, nullable=False),
+    Column("statistic", Float, nullable=False),
+    Column("threshold", Float, nullable=False),
+    Column("message", Text, nullable=False),
+    # JSON: the detector's evidence and the reference it compared against.
+    Column("evidence", Text, nullable=False),
+    Column("opened_at", Float, nullable=False),
+    Column("closed_at", Float, nullable=True),
+    Index("ix_drift_alerts_open", "closed_at", "rubric_name"),
+)
+
+# The drift monitor's streams (references, windows, CUSUM sums), so a restart
+# resumes monitoring instead of warming up again. One row per monitor.
+drift_state = Table(
+    "drift_state",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("state", Text, nullable=False),
+    Column("saved_at", Float, nullable=False),
 )

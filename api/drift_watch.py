@@ -1,0 +1,170 @@
+"""Drift monitoring in the service: feed each graded batch to the monitor, keep its alerts.
+
+The monitor (``monitoring.drift``) is pure and not thread-safe; here it gets
+one lock, runs off the event loop (freezing a reference bootstraps, which takes
+a noticeable fraction of a second), stores the alerts it opens and closes, and
+exports the open ones to Prometheus. While an alert is open, the rewards of
+that rubric carry its flag (``drift:<component>:<detector>``), so a trainer can
+see that the signal it trains on is under suspicion.
+
+One process owns the monitor: with several replicas each watches the traffic it
+serves (its state is saved under its own name), which is still drift per
+replica, and the alerts all land in the shared store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from collections.abc import Sequence
+
+from prometheus_client import Gauge
+
+from api.metrics import Metrics
+from graders.types import Sample
+from monitoring.drift import DriftMonitor, DriftState
+from monitoring.drift_alerts import Alert
+from monitoring.drift_config import DriftConfig
+from rubrics.reward import Reward
+from rubrics.rubric import Rubric
+from store.db import Store
+
+__all__ = ["DriftWatch"]
+
+logger = logging.getLogger("arbiter.drift")
+
+
+def _row(alert: Alert, at: float) -> dict[str, object]:
+    return {
+        "id": alert.id,
+        "rubric_name": alert.stream.rubric,
+        "component": alert.stream.component,
+        "grader_version": alert.stream.version,
+        "detector": alert.detector.value,
+        "window": alert.window,
+        "statistic": alert.statistic,
+        "threshold": alert.threshold,
+        "message": alert.message,
+        "evidence": json.dumps(
+            {"evidence": alert.evidence, "reference": alert.reference.model_dump(mode="json")},
+            default=str,
+        ),
+        "opened_at": alert.opened_at if alert.opened_at is not None else at,
+    }
+
+
+class DriftWatch:
+    """The service's drift monitor, its alerts and its saved state."""
+
+    def __init__(self, store: Store, metrics: Metrics, name: str = "default") -> None:
+        self.store = store
+        self.name = name
+        self.monitor = DriftMonitor()
+        self._lock = threading.Lock()
+        self._configured: set[str] = set()
+        self.open_alerts = Gauge(
+            "arbiter_drift_open_alerts",
+            "Open drift alerts by rubric and detector.",
+            ["rubric", "detector"],
+            registry=metrics.registry,
+        )
+
+    def load(self) -> None:
+        """Resume from the saved state (a fresh monitor when there is none or it is unreadable)."""
+        raw = self.store.load_drift_state(self.name)
+        if raw is None:
+            return
+        try:
+            self.monitor = DriftMonitor.from_state(DriftState.model_validate_json(raw))
+        except ValueError:
+            logger.exception("saved drift state is unreadable; monitoring starts afresh")
+
+    def save(self) -> None:
+        """Save the monitor's state."""
+        with self._lock:
+            state = self.monitor.state().model_dump_json()
+        self.store.save_drift_state(self.name, state)
+
+    def _configure(self, rubric: Rubric) -> None:
+        if rubric.name in self._configured:
+            return
+        spec = rubric.spec.drift
+        self.monitor.rubric_configs[rubric.name] = DriftConfig(
+            enabled=spec.enabled, window=spec.window, warmup_windows=spec.warmup_windows
+        )
+        self._configured.add(rubric.name)
+
+    def _observe(
+        self, rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample]
+    ) -> tuple[tuple[str, ...], list[dict[str, object]], list[str]]:
+        now = time.time()
+        with self._lock:
+            self._configure(rubric)
+            update = self.monitor.observe_rewards(
+                rewards, [len(s.response) for s in samples], at=now
+            )
+            flags = self.monitor.flags(rubric.name)
+            open_now = list(self.monitor.open_alerts)
+        opened = [_row(a, now) for a in update.opened]
+        closed = [a.id for a in update.closed]
+        if opened or closed:
+            self.store.record_alerts(opened, closed, now)
+            for alert in update.opened:
+                logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
+        self.open_alerts.clear()
+        for alert in open_now:
+            self.open_alerts.labels(rubric=alert.stream.rubric, detector=alert.detector.value).inc()
+        return flags, opened, closed
+
+    async def observe(
+        self, rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample]
+    ) -> list[Reward]:
+        """Feed a graded batch; return the rewards with the flags of open alerts added.
+
+        A monitoring failure is logged and never costs the trainer its rewards.
+        """
+        try:
+            flags, _, _ = await asyncio.to_thread(self._observe, rubric, rewards, samples)
+        except Exception:
+            logger.exception("drift monitoring failed on a batch of %s", rubric.name)
+            return list(rewards)
+        if not flags:
+            return list(rewards)
+        return [r.model_copy(update={"flags": (*r.flags, *flags)}) for r in rewards]
+
+    def streams(self) -> list[dict[str, object]]:
+        """Return every stream with its reference (``None`` while it is still collecting)."""
+        with self._lock:
+            keys = self.monitor.streams
+            references = {key: self.monitor.reference(key) for key in keys}
+        return [
+            {
+                "rubric": key.rubric,
+                "component": key.component,
+                "grader_version": key.version,
+                "reference": None if ref is None else ref.model_dump(mode="json"),
+            }
+            for key, ref in references.items()
+        ]
+
+    def reset(self, rubric: str, component: str, version: str) -> int:
+        """Accept a change: forget the stream's reference, close its alerts; return how many."""
+        now = time.time()
+        with self._lock:
+            key = next(
+                (
+                    k
+                    for k in self.monitor.streams
+                    if (k.rubric, k.component, k.version) == (rubric, component, version)
+                ),
+                None,
+            )
+            if key is None:
+                raise KeyError(f"no drift stream {rubric}/{component}@{version}")
+            closed = self.monitor.reset_reference(key)
+        if closed:
+            self.store.record_alerts([], [a.id for a in closed], now)
+        return len(closed)

@@ -1,0 +1,93 @@
+"""Drift in the running service: a shift opens an alert, rewards carry its flag, a restart resumes."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+
+from tests.api.conftest import Server, StartServer
+
+DRIFTY = """\
+name: drifty
+version: 1
+components:
+  eff: {grader: efficiency, config: {max_turns: {limit: 40}}}
+drift: {window: 20, warmup_windows: 1}
+"""
+
+
+def batch(rng: random.Random, start: int, mean_turns: float) -> dict[str, object]:
+    samples = [
+        {
+            "id": f"d{start + i}",
+            "response": "r" * rng.randint(50, 150),
+            "metrics": {"turns": max(0, min(40, round(rng.gauss(mean_turns, 3))))},
+        }
+        for i in range(20)
+    ]
+    return {"rubric": "drifty", "samples": samples}
+
+
+def wait_for_rubric(server: Server) -> None:
+    deadline = time.monotonic() + 20
+    with server.client() as http:
+        while not any(r["name"] == "drifty" for r in http.get("/v1/rubrics").json()):
+            assert time.monotonic() < deadline, "the rubric file was never loaded"
+            time.sleep(0.05)
+
+
+def test_a_shift_opens_an_alert_flags_rewards_and_survives_a_restart(
+    start_server: StartServer,
+) -> None:
+    server = start_server()
+    (server.rubric_dir / "drifty.yaml").write_text(DRIFTY)
+    wait_for_rubric(server)
+    rng = random.Random(7)
+    with server.client() as http:
+        for b in range(15):  # warm-up + reference: stationary around 20 turns
+            response = http.post("/v1/rewards", json=batch(rng, 20 * b, 20.0))
+            assert response.status_code == 200
+            assert not any(
+                f.startswith("drift:") for r in response.json()["rewards"] for f in r["flags"]
+            )
+        assert http.get("/v1/drift/alerts").json() == []
+        flagged = None
+        for b in range(15, 30):  # the policy suddenly finishes in far fewer turns
+            rewards = http.post("/v1/rewards", json=batch(rng, 20 * b, 8.0)).json()["rewards"]
+            flags = {f for r in rewards for f in r["flags"] if f.startswith("drift:")}
+            if flags:
+                flagged = flags
+                break
+        assert flagged, "a 4-sd shift was never flagged"
+        alerts = http.get("/v1/drift/alerts", params={"open_only": True}).json()
+        assert alerts and all(a["closed_at"] is None for a in alerts)
+        assert {a["rubric_name"] for a in alerts} == {"drifty"}
+        assert "reference" in alerts[0]["evidence"]
+        metrics = http.get("/metrics").text
+        assert "arbiter_drift_open_alerts{detector=" in metrics
+        streams = http.get("/v1/drift/streams").json()
+        assert any(s["component"] == "eff" and s["reference"] for s in streams)
+
+    server.kill(signal.SIGTERM)  # saves the monitor's state
+    server.start()
+    with server.client() as http:
+        rewards = http.post("/v1/rewards", json=batch(rng, 1000, 8.0)).json()["rewards"]
+        assert any(f.startswith("drift:") for r in rewards for f in r["flags"])  # still open
+        stream = next(s for s in http.get("/v1/drift/streams").json() if s["component"] == "eff")
+    with server.client("admin") as admin:
+        reset = admin.post(
+            "/v1/drift/reset",
+            json={
+                "rubric": "drifty",
+                "component": "eff",
+                "grader_version": stream["grader_version"],
+            },
+        )
+        assert reset.status_code == 200 and reset.json()["closed_alerts"] >= 1
+        eff_open = [
+            a
+            for a in admin.get("/v1/drift/alerts", params={"open_only": True}).json()
+            if a["component"] == "eff"
+        ]
+        assert eff_open == []
