@@ -1,4 +1,4 @@
-"""Drift in the running service: a shift opens an alert, rewards carry its flag, a restart resumes."""
+"""Drift in the service: a shift opens an alert, rewards carry its flag, a restart resumes."""
 
 from __future__ import annotations
 
