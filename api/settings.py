@@ -68,6 +68,9 @@ class Settings(BaseSettings):
         ge=0,
         description="A byte-identical /get_reward within this window is a retry.",
     )
+    drift_enabled: bool = Field(
+        default=True, description="Watch every rubric's components for drift (see /v1/drift)."
+    )
     review_show_scores: bool = Field(
         default=False,
         description="Show reviewers the graders' scores (blind review is the default).",
