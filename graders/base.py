@@ -39,6 +39,8 @@ class Grader(ABC, Generic[ConfigT]):
     #: implements :meth:`grade_inline`; the runner then calls it directly, with no
     #: task or timer per sample (a deadline could not interrupt it anyway).
     inline: ClassVar[bool] = False
+    #: Whether the same sample always gets the same result (audits check it).
+    deterministic: ClassVar[bool] = True
 
     @abstractmethod
     async def grade(self, sample: Sample, config: ConfigT) -> GradeResult:

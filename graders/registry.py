@@ -84,7 +84,9 @@ def default_registry() -> GraderRegistry:
     """Return a fresh registry holding every grader that ships with Arbiter."""
     from graders.complexity import ComplexityGrader
     from graders.efficiency import EfficiencyGrader
+    from graders.llm_judge import LLMJudgeGrader
     from graders.process import ProcessGrader
+    from graders.reward_model import RewardModelGrader
     from graders.security import SecurityGrader
     from graders.unit_tests import UnitTestsGrader
     from graders.violations import ViolationsGrader
@@ -93,7 +95,9 @@ def default_registry() -> GraderRegistry:
     for grader in (
         ComplexityGrader,
         EfficiencyGrader,
+        LLMJudgeGrader,
         ProcessGrader,
+        RewardModelGrader,
         SecurityGrader,
         UnitTestsGrader,
         ViolationsGrader,

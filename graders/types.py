@@ -50,6 +50,8 @@ class FailureKind(StrEnum):
     NO_CODE = "no_code"
     MISSING_INPUT = "missing_input"
     JUDGE_ERROR = "judge_error"
+    JUDGE_PARSE_ERROR = "judge_parse_error"
+    JUDGE_TIMEOUT = "judge_timeout"
     GRADER_ERROR = "grader_error"
     INVALID_SCORE = "invalid_score"
 

@@ -1,5 +1,74 @@
 """Reward models and judges: dynamic batcher, transformers reward model, LLM-judge client.
 
-Empty until the judges land; the package exists so the import rules of the
-architecture can be checked from the start.
+* :mod:`~reward_models.batcher` — requests from concurrent callers gathered into
+  token-budgeted, length-bucketed batches, run on a dedicated thread, with a
+  bounded queue and per-request deadlines.
+* :mod:`~reward_models.chat` — chat template applied server-side (one BOS),
+  truncation that keeps the end of the response.
+* :mod:`~reward_models.hf` — a local transformers sequence-classification reward
+  model with a load-time scoring contract; :mod:`~reward_models.vllm` — the same
+  through a vLLM server's ``/classify`` or ``/pooling``.
+* :mod:`~reward_models.client` — one front for either backend, through the batcher.
+* :mod:`~reward_models.normalize` — affine, running and per-group z-scores.
+* :mod:`~reward_models.judge` — LLM judges: level-anchored prompts, verdicts bound
+  to the last match, logprob-weighted expectations, OpenAI-compatible and local
+  backends, retries, votes, cache.
+* :mod:`~reward_models.errors` — the error tree.
+
+This package imports nothing else from the project; the graders import it.
 """
+
+from reward_models.batcher import BatcherConfig, BatchStats, DynamicBatcher
+from reward_models.chat import ChatEncoder, EncodedInput
+from reward_models.client import RewardModelClient, RewardOutput, ScoringBackend
+from reward_models.errors import (
+    BackendError,
+    BackendUnavailableError,
+    BatcherClosedError,
+    BatcherError,
+    ConfigurationError,
+    DeadlineExceededError,
+    JudgeError,
+    JudgeParseError,
+    JudgeTimeoutError,
+    JudgeUnavailableError,
+    NormalizationError,
+    QueueFullError,
+    RewardModelError,
+    ScoringContractError,
+)
+from reward_models.normalize import (
+    AffineNormalizer,
+    GroupZScorer,
+    RunningZNormalizer,
+    group_zscores,
+)
+
+__all__ = [
+    "AffineNormalizer",
+    "BackendError",
+    "BackendUnavailableError",
+    "BatchStats",
+    "BatcherClosedError",
+    "BatcherConfig",
+    "BatcherError",
+    "ChatEncoder",
+    "ConfigurationError",
+    "DeadlineExceededError",
+    "DynamicBatcher",
+    "EncodedInput",
+    "GroupZScorer",
+    "JudgeError",
+    "JudgeParseError",
+    "JudgeTimeoutError",
+    "JudgeUnavailableError",
+    "NormalizationError",
+    "QueueFullError",
+    "RewardModelClient",
+    "RewardModelError",
+    "RewardOutput",
+    "RunningZNormalizer",
+    "ScoringBackend",
+    "ScoringContractError",
+    "group_zscores",
+]

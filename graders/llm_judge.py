@@ -1,0 +1,344 @@
+"""LLM-judge grader: a chat model grades the response against rubric criteria.
+
+Each criterion has Prometheus-style levels 1..N, each with a description (what
+the judge reads) and a value in [0, 1] (what the level is worth). The judge is
+asked once per criterion (and vote) with a prompt from
+``reward_models/templates/<template>.txt``; its verdict is the last
+``[RESULT] k`` of its answer, weighted by its logprobs when the backend returns
+them (see :mod:`reward_models.judge`). The score is the criteria's
+weighted mean of values.
+
+In ``pairwise`` mode the judge instead compares the response with a baseline
+response (``labels.baseline_response``) per criterion, twice, with the order
+swapped: a consistent win is worth 1.0, a consistent loss 0.0, and a verdict
+that flips with the order is a tie, 0.5 — position bias is not a preference.
+With logprobs, a consistent verdict is worth the mean win probability.
+
+Failures are typed and carry no score: an answer without a verdict is a
+``judge_error`` (not retryable; ``details.judge_failure = "parse_error"``), an
+unreachable or overloaded judge a retryable ``judge_error``
+(``"unavailable"``), a judge that did not answer in time a retryable
+``timeout``. One failed criterion fails the component: a partial set of
+criteria is not the rubric's score.
+
+The grader is given its judges by name (``judges={"default": JudgeClient(...)}``,
+registered with ``registry.add_instance``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from graders.base import Grader, GraderConfig
+from graders.types import FailureKind, GradeResult, Sample
+from reward_models.errors import (
+    ConfigurationError,
+    JudgeError,
+    JudgeParseError,
+    JudgeTimeoutError,
+    JudgeUnavailableError,
+)
+from reward_models.judge import (
+    Criterion,
+    JudgeClient,
+    JudgeResult,
+    Level,
+    PairwiseResult,
+    SamplingParams,
+    load_template,
+    render_pairwise_prompt,
+    render_prompt,
+)
+
+__all__ = ["CriterionConfig", "LLMJudgeConfig", "LLMJudgeGrader", "LevelConfig"]
+
+Unit = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
+
+
+class LevelConfig(GraderConfig):
+    """One anchor: the level's number, what it means, and what it is worth."""
+
+    score: int = Field(ge=1, le=9)
+    description: str = Field(min_length=1)
+    value: Unit
+
+
+class CriterionConfig(GraderConfig):
+    """A criterion with its levels 1..N (2 to 9 of them, in order)."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    weight: Annotated[float, Field(ge=0, allow_inf_nan=False)] = 1.0
+    levels: list[LevelConfig] = Field(
+        default_factory=list, max_length=9, description="Required in absolute mode."
+    )
+
+    @model_validator(mode="after")
+    def _levels_in_order(self) -> CriterionConfig:
+        if self.levels:
+            try:
+                self.criterion()
+            except ConfigurationError as e:
+                raise ValueError(str(e)) from None
+        return self
+
+    def criterion(self) -> Criterion:
+        """Return the criterion the judge layer works with."""
+        return Criterion(
+            self.name,
+            self.description,
+            tuple(Level(lv.score, lv.description, lv.value) for lv in self.levels),
+        )
+
+
+class LLMJudgeConfig(GraderConfig):
+    """Which judge, what it grades, and how it samples."""
+
+    judge: str = Field(default="default", description="A judge the service serves.")
+    mode: Literal["absolute", "pairwise"] = Field(
+        default="absolute",
+        description="absolute: grade on level anchors; pairwise: compare with a baseline "
+        "response in both orders (a verdict that flips is a tie).",
+    )
+    criteria: list[CriterionConfig] = Field(min_length=1)
+    template: str | None = Field(default=None, description="Default: the mode's name.")
+    baseline_label: str = Field(
+        default="baseline_response", description="pairwise: sample label holding the baseline."
+    )
+    reference_answer: str | None = Field(
+        default=None, description="A fixed reference answer shown to the judge."
+    )
+    reference_label: str | None = Field(
+        default="reference_answer",
+        description="Sample label holding a per-sample reference answer (wins over the fixed one).",
+    )
+    votes: int = Field(default=1, ge=1, le=16)
+    aggregate: Literal["mean", "median"] = "mean"
+    temperature: Annotated[float, Field(ge=0, le=2)] = 0.0
+    max_tokens: int = Field(default=512, ge=1, le=8192)
+    top_logprobs: int = Field(default=20, ge=0, le=20)
+    seed: int | None = None
+    use_logprobs: bool = True
+    deadline_s: Annotated[float, Field(gt=0)] | None = None
+
+    @property
+    def template_name(self) -> str:
+        """Return the prompt template in use."""
+        return self.template or self.mode
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LLMJudgeConfig:
+        try:
+            load_template(self.template_name)
+        except ConfigurationError as e:
+            raise ValueError(str(e)) from None
+        if self.mode == "absolute":
+            bare = [c.name for c in self.criteria if len(c.levels) < 2]
+            if bare:
+                raise ValueError(f"absolute mode needs levels 1..N on criteria {bare}")
+        elif self.votes != 1:
+            raise ValueError("pairwise mode takes one verdict per order (votes: 1)")
+        if math.fsum(c.weight for c in self.criteria) <= 0:
+            raise ValueError("criterion weights must not all be 0")
+        if len({c.name for c in self.criteria}) != len(self.criteria):
+            raise ValueError("criterion names must be distinct")
+        return self
+
+
+def _instruction(sample: Sample) -> str:
+    if isinstance(sample.prompt, str):
+        return sample.prompt
+    lines = []
+    for message in sample.prompt:
+        content = message.content
+        if isinstance(content, list):
+            content = "".join(str(p.get("text", "")) for p in content if p.get("type") == "text")
+        lines.append(f"{message.role}: {content or ''}")
+    return "\n".join(lines)
+
+
+class LLMJudgeGrader(Grader[LLMJudgeConfig]):
+    """Grades a response with an LLM judge against rubric criteria."""
+
+    name: ClassVar[str] = "llm_judge"
+    version: ClassVar[str] = "1"
+    config_model = LLMJudgeConfig
+    description: ClassVar[str] = "an LLM judge grading criteria with level anchors"
+    #: A sampling judge may grade the same answer differently twice; audits report
+    #: its determinism without holding it to 100%.
+    deterministic: ClassVar[bool] = False
+    default_timeout_s: ClassVar[float] = 120.0
+
+    def __init__(self, judges: Mapping[str, JudgeClient] | None = None) -> None:
+        """Serve the given judge clients by name."""
+        self.judges = dict(judges or {})
+
+    def _failed(
+        self, kind: FailureKind, message: str, *, retryable: bool = False, **details: Any
+    ) -> GradeResult:
+        return GradeResult.failed(
+            self.name,
+            kind,
+            message,
+            grader_version=self.version,
+            retryable=retryable,
+            details=details,
+        )
+
+    async def grade(self, sample: Sample, config: LLMJudgeConfig) -> GradeResult:
+        """Ask the judge once per criterion (and vote) and combine the values."""
+        client = self.judges.get(config.judge)
+        if client is None:
+            return self._failed(
+                FailureKind.JUDGE_ERROR,
+                f"no judge named {config.judge!r} is served here "
+                f"(served: {', '.join(sorted(self.judges)) or 'none'})",
+            )
+        reference = config.reference_answer
+        if config.reference_label and sample.labels and config.reference_label in sample.labels:
+            reference = str(sample.labels[config.reference_label])
+        params = SamplingParams(
+            temperature=config.temperature,
+            max_tokens=config.max_tokens,
+            top_logprobs=config.top_logprobs if config.use_logprobs else 0,
+            seed=config.seed,
+        )
+        deadline = time.monotonic() + config.deadline_s if config.deadline_s else None
+        instruction = _instruction(sample)
+        if config.mode == "pairwise":
+            return await self._pairwise(sample, config, client, params, reference, deadline)
+        criteria = [c.criterion() for c in config.criteria]
+        outcomes = await asyncio.gather(
+            *(
+                client.judge(
+                    render_prompt(
+                        config.template_name,
+                        instruction=instruction,
+                        response=sample.response,
+                        criterion=criterion,
+                        reference=reference,
+                    ),
+                    criterion,
+                    params,
+                    votes=config.votes,
+                    aggregate=config.aggregate,
+                    use_logprobs=config.use_logprobs,
+                    deadline=deadline,
+                )
+                for criterion in criteria
+            ),
+            return_exceptions=True,
+        )
+        results: dict[str, JudgeResult] = {}
+        for criterion, outcome in zip(criteria, outcomes, strict=True):
+            if isinstance(outcome, JudgeError):
+                return self._judge_failure(criterion.name, outcome)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            results[criterion.name] = outcome
+        weights = {c.name: c.weight for c in config.criteria}
+        score = math.fsum(weights[n] * r.value for n, r in results.items()) / math.fsum(
+            weights.values()
+        )
+        details: dict[str, Any] = {
+            "judge": client.backend.model,
+            "criteria": {
+                name: {
+                    "value": r.value,
+                    "weight": weights[name],
+                    "levels": [v.level for v in r.verdicts],
+                    "method": sorted({v.method for v in r.verdicts}),
+                    "distribution": r.verdicts[0].distribution,
+                    "cached_votes": r.cached,
+                }
+                for name, r in results.items()
+            },
+        }
+        return self.scored(min(1.0, max(0.0, score)), details=details)
+
+    async def _pairwise(
+        self,
+        sample: Sample,
+        config: LLMJudgeConfig,
+        client: JudgeClient,
+        params: SamplingParams,
+        reference: str | None,
+        deadline: float | None,
+    ) -> GradeResult:
+        baseline = (sample.labels or {}).get(config.baseline_label)
+        if not isinstance(baseline, str):
+            return self._failed(
+                FailureKind.MISSING_INPUT,
+                f"pairwise mode needs the baseline response in labels.{config.baseline_label}",
+            )
+        instruction = _instruction(sample)
+
+        def prompt(a: str, b: str, criterion: CriterionConfig) -> list[dict[str, str]]:
+            return render_pairwise_prompt(
+                config.template_name,
+                instruction=instruction,
+                response_a=a,
+                response_b=b,
+                criterion=criterion.name,
+                criterion_description=criterion.description,
+                reference=reference,
+            )
+
+        outcomes = await asyncio.gather(
+            *(
+                client.compare(
+                    prompt(sample.response, baseline, c),
+                    prompt(baseline, sample.response, c),
+                    params,
+                    use_logprobs=config.use_logprobs,
+                    deadline=deadline,
+                )
+                for c in config.criteria
+            ),
+            return_exceptions=True,
+        )
+        results: dict[str, PairwiseResult] = {}
+        for criterion, outcome in zip(config.criteria, outcomes, strict=True):
+            if isinstance(outcome, JudgeError):
+                return self._judge_failure(criterion.name, outcome)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            results[criterion.name] = outcome
+        weights = {c.name: c.weight for c in config.criteria}
+        score = math.fsum(weights[n] * r.value for n, r in results.items()) / math.fsum(
+            weights.values()
+        )
+        details: dict[str, Any] = {
+            "judge": client.backend.model,
+            "mode": "pairwise",
+            "criteria": {
+                name: {
+                    "value": r.value,
+                    "weight": weights[name],
+                    "consistent": r.consistent,
+                    "verdicts": [r.candidate_first.winner, r.candidate_second.winner],
+                }
+                for name, r in results.items()
+            },
+        }
+        return self.scored(min(1.0, max(0.0, score)), details=details)
+
+    def _judge_failure(self, criterion: str, error: JudgeError) -> GradeResult:
+        message = f"criterion {criterion!r}: {type(error).__name__}: {error}"
+        if isinstance(error, JudgeParseError):
+            return self._failed(FailureKind.JUDGE_PARSE_ERROR, message, judge_failure="parse_error")
+        if isinstance(error, JudgeTimeoutError):
+            return self._failed(
+                FailureKind.JUDGE_TIMEOUT, message, retryable=True, judge_failure="timeout"
+            )
+        if isinstance(error, JudgeUnavailableError):
+            return self._failed(
+                FailureKind.JUDGE_ERROR, message, retryable=True, judge_failure="unavailable"
+            )
+        return self._failed(FailureKind.JUDGE_ERROR, message, judge_failure="bad_answer")

@@ -1,0 +1,96 @@
+"""The front of a reward model: encode, queue in the batcher, score off the event loop.
+
+The same client serves every backend — the local transformers model and a
+remote vLLM server — so batching, deadlines and back-pressure behave the same
+either way. Encoding (chat template + truncation) runs on the caller's event
+loop: a fast tokenizer takes about a millisecond for a few thousand tokens,
+and the batch needs each request's length before it can be bucketed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from reward_models.batcher import BatcherConfig, BatchStats, DynamicBatcher
+from reward_models.chat import EncodedInput
+
+__all__ = ["RewardModelClient", "RewardOutput", "ScoringBackend"]
+
+
+class ScoringBackend(Protocol):
+    """What a reward-model backend offers the client."""
+
+    @property
+    def objectives(self) -> tuple[str, ...]:
+        """Name each output of the model, in order."""
+        ...
+
+    def encode(self, messages: Sequence[Mapping[str, Any]]) -> EncodedInput:
+        """Encode one conversation whose last message is the response."""
+        ...
+
+    def score_batch(self, inputs: Sequence[EncodedInput]) -> list[tuple[float, ...]]:
+        """Score a batch synchronously (called on the batcher's thread)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RewardOutput:
+    """A conversation's scores, one per objective, and what truncation did."""
+
+    values: tuple[float, ...]
+    objectives: tuple[str, ...]
+    tokens: int
+    prompt_tokens_cut: int = 0
+    response_tokens_cut: int = 0
+
+    def by_objective(self) -> dict[str, float]:
+        """Return objective name → score."""
+        return dict(zip(self.objectives, self.values, strict=True))
+
+
+class RewardModelClient:
+    """Score conversations through a backend, batched across concurrent callers."""
+
+    def __init__(
+        self,
+        backend: ScoringBackend,
+        batching: BatcherConfig | None = None,
+        *,
+        name: str = "reward-model",
+    ) -> None:
+        """Wrap a backend with its own batcher and worker thread."""
+        self.backend = backend
+        self.name = name
+        self._batcher: DynamicBatcher[EncodedInput, tuple[float, ...]] = DynamicBatcher(
+            backend.score_batch, batching, name=name
+        )
+
+    @property
+    def stats(self) -> BatchStats:
+        """Return the batcher's counters."""
+        return self._batcher.stats
+
+    async def score(
+        self, messages: Sequence[Mapping[str, Any]], *, deadline: float | None = None
+    ) -> RewardOutput:
+        """Score one conversation (its last message is the response).
+
+        Raises:
+            RewardModelError: a typed failure (queue full, deadline, backend).
+        """
+        encoded = self.backend.encode(messages)
+        values = await self._batcher.submit(encoded, encoded.length, deadline=deadline)
+        return RewardOutput(
+            values=values,
+            objectives=self.backend.objectives,
+            tokens=encoded.length,
+            prompt_tokens_cut=encoded.prompt_tokens_cut,
+            response_tokens_cut=encoded.response_tokens_cut,
+        )
+
+    async def close(self) -> None:
+        """Stop the batcher; queued requests fail with BatcherClosedError."""
+        await self._batcher.close()
