@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -383,7 +384,10 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id.")]) ->
 
 @app.command("audit")
 def audit(
-    input_path: Annotated[Path, typer.Argument(metavar="EVAL", help="The labelled set.")],
+    input_paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="EVAL...", help="Labelled sets (ids unique across them)."),
+    ],
     rubric_path: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric file.")],
     fmt: Annotated[
         str, typer.Option("--format", help="jsonl, humaneval, humanevalpack, mbpp or rewardbench.")
@@ -411,20 +415,30 @@ def audit(
     if fmt not in FORMATS:
         raise typer.BadParameter(f"expected one of {', '.join(FORMATS)}", param_hint="--format")
     rubric = _load(rubric_path)
-    source = str(input_path)
-    try:
-        loaded = load_items(input_path, fmt)
-        if loaded is None:
-            numbered, issues = parse_samples(input_path.read_bytes().splitlines(), source)
-            for issue in issues[:50]:
-                err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
-            if issues:
-                err.print(f"{len(issues)} invalid line(s); nothing was audited", markup=False)
-                raise typer.Exit(1)
-            loaded = [s for _, s in numbered]
-    except (OSError, ValueError, KeyError) as e:
-        err.print(f"{input_path}: cannot load as {fmt}: {e}", markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+    source = ", ".join(str(p) for p in input_paths)
+    loaded: list[Sample] = []
+    for input_path in input_paths:
+        try:
+            found = load_items(input_path, fmt)
+            if found is None:
+                numbered, issues = parse_samples(
+                    input_path.read_bytes().splitlines(), str(input_path)
+                )
+                for issue in issues[:50]:
+                    err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
+                if issues:
+                    err.print(f"{len(issues)} invalid line(s); nothing was audited", markup=False)
+                    raise typer.Exit(1)
+                found = [s for _, s in numbered]
+        except (OSError, ValueError, KeyError) as e:
+            err.print(f"{input_path}: cannot load as {fmt}: {e}", markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        loaded.extend(found)
+    counts = Counter(s.id for s in loaded)
+    repeated = sorted(i for i, n in counts.items() if n > 1)
+    if repeated:
+        err.print(f"sample ids repeat across the sets: {', '.join(repeated[:20])}", markup=False)
+        raise typer.Exit(1)
 
     registry = default_registry()
     with _progress("auditing") as progress:

@@ -225,3 +225,13 @@ def test_external_loaders_on_shared_data():
     assert sum(expectation_of(s).tests_pass is True for s in pack) == 164
     mbpp = load_mbpp(DATA / "mbpp.jsonl")
     assert len(mbpp) == 974 and mbpp[0].task is not None and isinstance(mbpp[0].task.tests, list)
+
+
+def test_audit_takes_several_sets_and_refuses_repeated_ids(tmp_path):
+    rubric = REPO / "rubrics" / "library" / "efficiency.yaml"
+    first = write(tmp_path / "a.jsonl", efficiency_rows())
+    second = write(tmp_path / "b.jsonl", [dict(r, id=f"b-{r['id']}") for r in efficiency_rows()])
+    ok = runner.invoke(app, ["audit", "--rubric", str(rubric), str(first), str(second)])
+    assert ok.exit_code == 0 and "audit: 6 items" in ok.stdout
+    again = runner.invoke(app, ["audit", "--rubric", str(rubric), str(first), str(first)])
+    assert again.exit_code == 1 and "sample ids repeat across the sets: e0, e1, e2" in again.stderr
