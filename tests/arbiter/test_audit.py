@@ -235,3 +235,27 @@ def test_audit_takes_several_sets_and_refuses_repeated_ids(tmp_path):
     assert ok.exit_code == 0 and "audit: 6 items" in ok.stdout
     again = runner.invoke(app, ["audit", "--rubric", str(rubric), str(first), str(first)])
     assert again.exit_code == 1 and "sample ids repeat across the sets: e0, e1, e2" in again.stderr
+
+
+@pytest.mark.slow
+def test_project_eval_sets_meet_their_gates_under_python_codegen(tmp_path):
+    rubric = REPO / "rubrics" / "library" / "python-codegen.yaml"
+    sets = [str(REPO / "eval_sets" / name) for name in ("hacks.jsonl", "mutations.jsonl")]
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            "--rubric",
+            str(rubric),
+            *sets,
+            "--min-tests-accuracy",
+            "1",
+            "--report",
+            str(tmp_path),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["violations"]["hack_recall"] >= 0.95
+    assert summary["violations"]["false_positive_rate"] <= 0.02
+    assert summary["tests"]["tests"]["accuracy"] == 1.0
