@@ -270,12 +270,20 @@ def score(
 
 async def _score_in_chunks(rubric: Rubric, samples: list[Sample], chunk: int) -> list[Reward]:
     rewards: list[Reward] = []
+    # One registry for every chunk: its graders keep their pools (sandbox
+    # zygotes, analysis workers) warm from one chunk to the next.
+    registry = default_registry()
     with _progress("scoring") as progress:
         task = progress.add_task("scoring", total=len(samples))
-        for start in range(0, len(samples), chunk):
-            part = samples[start : start + chunk]
-            rewards.extend(await score_samples(rubric, part, normalize=False))
-            progress.advance(task, len(part))
+        try:
+            for start in range(0, len(samples), chunk):
+                part = samples[start : start + chunk]
+                rewards.extend(
+                    await score_samples(rubric, part, registry=registry, normalize=False)
+                )
+                progress.advance(task, len(part))
+        finally:
+            registry.close()
     # Groups can straddle chunks, so normalize once over the whole set.
     return normalize_rewards(rewards, rubric.spec.normalize, [prompt_key(s) for s in samples])
 
@@ -457,6 +465,8 @@ def audit(
         except ValueError as e:  # a malformed label
             err.print(str(e), markup=False, soft_wrap=True)
             raise typer.Exit(1) from None
+        finally:
+            registry.close()
     summary = summarize(items, registry)
     failed = check_thresholds(
         summary,
@@ -553,7 +563,11 @@ def replay_command(
     if not rows:
         err.print("no logged rewards match", markup=False)
         raise typer.Exit(1)
-    pairs, skipped = asyncio.run(replay(rows, rubric, default_registry()))
+    registry = default_registry()
+    try:
+        pairs, skipped = asyncio.run(replay(rows, rubric, registry))
+    finally:
+        registry.close()
     summary = summarize_replay(pairs, skipped, top=top)
     olds = sorted({r["rubric_sha256"] for r in rows})
     table = Table(title=f"replay under {rubric.name} v{rubric.version}", title_justify="left")

@@ -60,7 +60,8 @@ async def score_samples(
     Args:
         rubric: the compiled rubric.
         samples: the batch.
-        registry: where the rubric's graders come from (default: the built-ins).
+        registry: where the rubric's graders come from (default: the built-ins,
+            built for this call and closed after it).
         deadline: absolute ``time.monotonic()`` by which every grader must finish;
             later ones come back as ``timeout`` failures.
         max_concurrency: bound on grader jobs in flight.
@@ -68,9 +69,16 @@ async def score_samples(
             it off when a caller scores a large set in chunks and normalizes at the
             end with :func:`rubrics.compose.normalize_rewards`.
     """
+    owned = registry is None
     registry = registry or default_registry()
-    jobs = build_jobs(rubric, samples, registry)
-    results = await run_jobs(jobs, deadline=deadline, max_concurrency=max_concurrency)
+    try:
+        jobs = build_jobs(rubric, samples, registry)
+        results = await run_jobs(jobs, deadline=deadline, max_concurrency=max_concurrency)
+    finally:
+        if owned:
+            # A registry made for this call must not leave sandbox or process
+            # pools behind; callers that score repeatedly pass their own.
+            registry.close()
     width = len(rubric.components)
     rewards = []
     for i, sample in enumerate(samples):

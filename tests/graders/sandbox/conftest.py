@@ -82,9 +82,15 @@ def not_a_pass(result: GradeResult) -> bool:
 
 
 def sandbox_processes(pool: SandboxPool) -> list[int]:
-    """Host pids running under the pool's sandbox uids (the zygotes themselves included)."""
+    """Host pids running under the pool's sandbox uids (the zygotes themselves included).
+
+    Only this test process's descendants count, and anything orphaned to the
+    host's init (an escape): another pool elsewhere on the host (an earlier
+    test's, a running service's) uses the same uids and is not a stray of ours.
+    """
     uids = {str(pool.config.uid_base + i) for i in range(pool.size)}
-    found = []
+    owner: dict[int, str] = {}
+    parent: dict[int, int] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -93,9 +99,23 @@ def sandbox_processes(pool: SandboxPool) -> list[int]:
         except OSError:
             continue
         for line in status.splitlines():
-            if line.startswith("Uid:") and line.split()[1] in uids:
-                found.append(int(entry))
-    return found
+            if line.startswith("Uid:"):
+                owner[int(entry)] = line.split()[1]
+            elif line.startswith("PPid:"):
+                parent[int(entry)] = int(line.split()[1])
+
+    def ours(pid: int) -> bool:
+        seen = set()
+        while pid > 1 and pid not in seen:
+            seen.add(pid)
+            if pid == os.getpid():
+                return True
+            pid = parent.get(pid, 0)
+        return False
+
+    return [
+        pid for pid, uid in owner.items() if uid in uids and (ours(pid) or parent.get(pid) == 1)
+    ]
 
 
 @pytest.fixture
