@@ -64,7 +64,7 @@ class DriftWatch:
         self.name = name
         self.monitor = DriftMonitor()
         self._lock = threading.Lock()
-        self._configured: set[str] = set()
+        self._configured: dict[str, str] = {}  # rubric name -> sha256 its config came from
         self.open_alerts = Gauge(
             "arbiter_drift_open_alerts",
             "Open drift alerts by rubric and detector.",
@@ -89,13 +89,18 @@ class DriftWatch:
         self.store.save_drift_state(self.name, state)
 
     def _configure(self, rubric: Rubric) -> None:
-        if rubric.name in self._configured:
+        if self._configured.get(rubric.name) == rubric.sha256:
             return
-        spec = rubric.spec.drift
-        self.monitor.rubric_configs[rubric.name] = DriftConfig(
-            enabled=spec.enabled, window=spec.window, warmup_windows=spec.warmup_windows
-        )
-        self._configured.add(rubric.name)
+        # The rubric's drift section names a subset of the monitor's thresholds;
+        # the ones it leaves out keep the monitor's defaults.
+        overrides = {k: v for k, v in rubric.spec.drift.model_dump().items() if v is not None}
+        try:
+            config = DriftConfig(**overrides)
+        except ValueError:
+            logger.exception("drift section of %s rejected; defaults apply", rubric.name)
+            config = DriftConfig()
+        self.monitor.rubric_configs[rubric.name] = config
+        self._configured[rubric.name] = rubric.sha256
 
     def _observe(
         self, rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample]

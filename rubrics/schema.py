@@ -97,11 +97,44 @@ class ReviewSpec(_Spec):
 
 
 class DriftSpec(_Spec):
-    """Drift monitoring of this rubric's components (used by the drift monitor)."""
+    """Drift monitoring of this rubric's components (thresholds left out keep the defaults)."""
 
     enabled: StrictBool = True
-    window: Annotated[int, Field(ge=10)] = 200
-    warmup_windows: Annotated[int, Field(ge=1)] = 3
+    window: Annotated[int, Field(ge=10)] = Field(
+        default=200, description="Scores per window, per stream."
+    )
+    warmup_windows: Annotated[int, Field(ge=0)] = Field(
+        default=3, description="Windows ignored at the start of a stream (training settles)."
+    )
+    reference_windows: Annotated[int, Field(ge=2)] | None = Field(
+        default=None, description="Windows after warm-up frozen as the reference (default 10)."
+    )
+    clear_after_windows: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="Quiet windows in a row that close an alert (default 3)."
+    )
+    cusum_k: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        default=None, description="CUSUM allowance per window, in z units (default 1.5)."
+    )
+    cusum_h: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        default=None, description="CUSUM decision threshold, in z units (default 6)."
+    )
+    ks_alpha: Probability | None = Field(
+        default=None, description="KS level per round across streams (default 1e-5)."
+    )
+    ks_correction: Literal["holm", "bh"] | None = None
+    wasserstein_quantile: Probability | None = Field(
+        default=None, description="Bootstrap quantile used as the distance threshold (0.995)."
+    )
+    wasserstein_windows: Annotated[int, Field(ge=1)] | None = None
+    collapse_ratio: Probability | None = Field(
+        default=None, description="Window/reference variance below which a window collapsed."
+    )
+    pass_rate_z: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    pass_rate_min_jump_pp: Annotated[float, Field(ge=0, le=100)] | None = Field(
+        default=None, description="Smallest pass-rate step worth an alert, in points (10)."
+    )
+    hacking_z: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    length_correlation_z: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
 
 
 class RubricSpec(_Spec):
