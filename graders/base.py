@@ -84,6 +84,7 @@ class Grader(ABC, Generic[ConfigT]):
         *,
         details: dict[str, Any] | None = None,
         violations: tuple[Violation, ...] = (),
+        retryable: bool = False,
     ) -> GradeResult:
         """Build a failure result stamped with this grader's name and version."""
         return GradeResult.failed(
@@ -93,4 +94,5 @@ class Grader(ABC, Generic[ConfigT]):
             grader_version=self.version,
             details=details,
             violations=violations,
+            retryable=retryable,
         )

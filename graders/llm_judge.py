@@ -179,23 +179,11 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
         """Serve the given judge clients by name."""
         self.judges = dict(judges or {})
 
-    def _failed(
-        self, kind: FailureKind, message: str, *, retryable: bool = False, **details: Any
-    ) -> GradeResult:
-        return GradeResult.failed(
-            self.name,
-            kind,
-            message,
-            grader_version=self.version,
-            retryable=retryable,
-            details=details,
-        )
-
     async def grade(self, sample: Sample, config: LLMJudgeConfig) -> GradeResult:
         """Ask the judge once per criterion (and vote) and combine the values."""
         client = self.judges.get(config.judge)
         if client is None:
-            return self._failed(
+            return self.failed(
                 FailureKind.JUDGE_ERROR,
                 f"no judge named {config.judge!r} is served here "
                 f"(served: {', '.join(sorted(self.judges)) or 'none'})",
@@ -273,7 +261,7 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
     ) -> GradeResult:
         baseline = (sample.labels or {}).get(config.baseline_label)
         if not isinstance(baseline, str):
-            return self._failed(
+            return self.failed(
                 FailureKind.MISSING_INPUT,
                 f"pairwise mode needs the baseline response in labels.{config.baseline_label}",
             )
@@ -332,13 +320,23 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
     def _judge_failure(self, criterion: str, error: JudgeError) -> GradeResult:
         message = f"criterion {criterion!r}: {type(error).__name__}: {error}"
         if isinstance(error, JudgeParseError):
-            return self._failed(FailureKind.JUDGE_PARSE_ERROR, message, judge_failure="parse_error")
+            return self.failed(
+                FailureKind.JUDGE_PARSE_ERROR, message, details={"judge_failure": "parse_error"}
+            )
         if isinstance(error, JudgeTimeoutError):
-            return self._failed(
-                FailureKind.JUDGE_TIMEOUT, message, retryable=True, judge_failure="timeout"
+            return self.failed(
+                FailureKind.JUDGE_TIMEOUT,
+                message,
+                retryable=True,
+                details={"judge_failure": "timeout"},
             )
         if isinstance(error, JudgeUnavailableError):
-            return self._failed(
-                FailureKind.JUDGE_ERROR, message, retryable=True, judge_failure="unavailable"
+            return self.failed(
+                FailureKind.JUDGE_ERROR,
+                message,
+                retryable=True,
+                details={"judge_failure": "unavailable"},
             )
-        return self._failed(FailureKind.JUDGE_ERROR, message, judge_failure="bad_answer")
+        return self.failed(
+            FailureKind.JUDGE_ERROR, message, details={"judge_failure": "bad_answer"}
+        )

@@ -138,23 +138,11 @@ class RewardModelGrader(Grader[RewardModelConfig]):
         self._running: dict[str, RunningZNormalizer] = {}
         self._groups: dict[str, GroupZScorer] = {}
 
-    def _failed(
-        self, kind: FailureKind, message: str, *, retryable: bool = False, **details: Any
-    ) -> GradeResult:
-        return GradeResult.failed(
-            self.name,
-            kind,
-            message,
-            grader_version=self.version,
-            retryable=retryable,
-            details=details,
-        )
-
     async def grade(self, sample: Sample, config: RewardModelConfig) -> GradeResult:
         """Score the sample; group normalization waits for the group's other members."""
         client = self.models.get(config.model)
         if client is None:
-            return self._failed(
+            return self.failed(
                 FailureKind.JUDGE_ERROR,
                 f"no reward model named {config.model!r} is served here "
                 f"(served: {', '.join(sorted(self.models)) or 'none'})",
@@ -163,7 +151,7 @@ class RewardModelGrader(Grader[RewardModelConfig]):
         ticket = None
         if config.normalize == "group":
             if sample.group_id is None:
-                return self._failed(
+                return self.failed(
                     FailureKind.MISSING_INPUT, "normalize: group needs the sample's group_id"
                 )
             # Join before the first await, so every member of the batch is counted
@@ -176,13 +164,13 @@ class RewardModelGrader(Grader[RewardModelConfig]):
         except RewardModelError as e:
             if ticket is not None:
                 self._groups[key].abandon(ticket)
-            return self._failed(
+            return self.failed(
                 FailureKind.JUDGE_ERROR, f"{type(e).__name__}: {e}", retryable=e.retryable
             )
         except KeyError as e:
             if ticket is not None:
                 self._groups[key].abandon(ticket)
-            return self._failed(FailureKind.JUDGE_ERROR, f"the model has no objective {e}")
+            return self.failed(FailureKind.JUDGE_ERROR, f"the model has no objective {e}")
         except BaseException:
             # Cancelled (a deadline): withdraw, so the rest of the group can settle.
             if ticket is not None:
