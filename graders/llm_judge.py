@@ -15,10 +15,10 @@ that flips with the order is a tie, 0.5 — position bias is not a preference.
 With logprobs, a consistent verdict is worth the mean win probability.
 
 Failures are typed and carry no score: an answer without a verdict is a
-``judge_error`` (not retryable; ``details.judge_failure = "parse_error"``), an
-unreachable or overloaded judge a retryable ``judge_error``
-(``"unavailable"``), a judge that did not answer in time a retryable
-``timeout``. One failed criterion fails the component: a partial set of
+``judge_parse_error`` (not retryable), an unreachable or overloaded judge a
+retryable ``judge_error``, a judge that did not answer in time a retryable
+``judge_timeout``; ``details.judge_failure`` says which (``parse_error``,
+``unavailable``, ``timeout``, ``bad_answer``). One failed criterion fails the component: a partial set of
 criteria is not the rubric's score.
 
 The grader is given its judges by name (``judges={"default": JudgeClient(...)}``,
