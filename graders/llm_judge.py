@@ -18,8 +18,8 @@ Failures are typed and carry no score: an answer without a verdict is a
 ``judge_parse_error`` (not retryable), an unreachable or overloaded judge a
 retryable ``judge_error``, a judge that did not answer in time a retryable
 ``judge_timeout``; ``details.judge_failure`` says which (``parse_error``,
-``unavailable``, ``timeout``, ``bad_answer``). One failed criterion fails the component: a partial set of
-criteria is not the rubric's score.
+``unavailable``, ``timeout``, ``bad_answer``). One failed criterion fails the
+component: a partial set of criteria is not the rubric's score.
 
 The grader is given its judges by name (``judges={"default": JudgeClient(...)}``,
 registered with ``registry.add_instance``).
