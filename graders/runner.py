@@ -35,6 +35,63 @@ class GraderJob:
     timeout_s: float
 
 
+def _failed(
+    job: GraderJob, kind: FailureKind, message: str, started: float, *, retryable: bool = False
+) -> GradeResult:
+    return GradeResult.failed(
+        job.grader.name,
+        kind,
+        message,
+        grader_version=job.grader.version,
+        retryable=retryable,
+        latency_s=time.perf_counter() - started,
+    )
+
+
+def _crashed(job: GraderJob, error: Exception, started: float) -> GradeResult:
+    """Turn an exception out of a grader into its failure, logged here and only here."""
+    if isinstance(error, ValidationError):
+        # A grader that tried to build an invalid result (a score outside [0, 1],
+        # NaN) has a bug; the sample is not to blame and must not get a number.
+        logger.warning(
+            "grader %s produced an invalid result for sample %s: %s",
+            job.grader.name,
+            job.sample.id,
+            error,
+        )
+        return _failed(
+            job, FailureKind.INVALID_SCORE, f"grader produced an invalid result: {error}", started
+        )
+    logger.warning(
+        "grader %s raised on sample %s (component %s)",
+        job.grader.name,
+        job.sample.id,
+        job.component,
+        exc_info=error,
+    )
+    return _failed(job, FailureKind.GRADER_ERROR, f"{type(error).__name__}: {error}", started)
+
+
+def _stamped(job: GraderJob, result: object, started: float) -> GradeResult:
+    """Check what a grader returned and stamp its provenance and latency."""
+    if not isinstance(result, GradeResult):
+        return _failed(
+            job,
+            FailureKind.INVALID_SCORE,
+            f"grader returned {type(result).__name__}, expected GradeResult",
+            started,
+        )
+    # model_copy, not a new validated model: the grader's result was validated
+    # when it was built, and stamping provenance cannot make it invalid.
+    return result.model_copy(
+        update={
+            "grader": job.grader.name,
+            "grader_version": job.grader.version,
+            "latency_s": time.perf_counter() - started,
+        }
+    )
+
+
 async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResult:
     """Grade one job; never raises except on cancellation of the caller.
 
@@ -43,106 +100,46 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
         deadline: an absolute ``time.monotonic()`` after which the job is cut
             short with a ``timeout`` failure, whatever its own timeout says.
     """
-    grader = job.grader
+    if job.grader.inline:
+        return run_inline(job, deadline=deadline)
     timeout_s = job.timeout_s
     if deadline is not None:
         timeout_s = min(timeout_s, deadline - time.monotonic())
     started = time.perf_counter()
-
-    def failed(kind: FailureKind, message: str, *, retryable: bool = False) -> GradeResult:
-        return GradeResult.failed(
-            grader.name,
-            kind,
-            message,
-            grader_version=grader.version,
-            retryable=retryable,
-            latency_s=time.perf_counter() - started,
-        )
-
     if timeout_s <= 0:
-        return failed(FailureKind.TIMEOUT, "the request deadline passed before this grader started")
-    if grader.inline:
-        return run_inline(job, deadline=deadline)
+        return _failed(
+            job,
+            FailureKind.TIMEOUT,
+            "the request deadline passed before this grader started",
+            started,
+        )
     try:
         async with asyncio.timeout(timeout_s):
-            result = await grader.grade(job.sample, job.config)
+            result = await job.grader.grade(job.sample, job.config)
     except TimeoutError:
-        return failed(FailureKind.TIMEOUT, f"no result within {timeout_s:.3g} s", retryable=True)
-    except ValidationError as e:
-        # A grader that tried to build an invalid result (a score outside [0, 1],
-        # NaN) has a bug; the sample is not to blame and must not get a number.
-        logger.warning(
-            "grader %s produced an invalid result for sample %s: %s",
-            grader.name,
-            job.sample.id,
-            e,
+        return _failed(
+            job, FailureKind.TIMEOUT, f"no result within {timeout_s:.3g} s", started, retryable=True
         )
-        return failed(FailureKind.INVALID_SCORE, f"grader produced an invalid result: {e}")
     except Exception as e:
-        logger.warning(
-            "grader %s raised on sample %s (component %s)",
-            grader.name,
-            job.sample.id,
-            job.component,
-            exc_info=True,
-        )
-        return failed(FailureKind.GRADER_ERROR, f"{type(e).__name__}: {e}")
-    if not isinstance(result, GradeResult):
-        return failed(
-            FailureKind.INVALID_SCORE,
-            f"grader returned {type(result).__name__}, expected GradeResult",
-        )
-    # model_copy, not a new validated model: the grader's result was validated
-    # when it was built, and stamping provenance cannot make it invalid.
-    return result.model_copy(
-        update={
-            "grader": grader.name,
-            "grader_version": grader.version,
-            "latency_s": time.perf_counter() - started,
-        }
-    )
+        return _crashed(job, e, started)
+    return _stamped(job, result, started)
 
 
 def run_inline(job: GraderJob, *, deadline: float | None = None) -> GradeResult:
     """Grade a job of an inline grader now, without a task or a timer (see ``Grader.inline``)."""
-    grader = job.grader
     started = time.perf_counter()
     if deadline is not None and deadline <= time.monotonic():
-        return GradeResult.failed(
-            grader.name,
+        return _failed(
+            job,
             FailureKind.TIMEOUT,
             "the request deadline passed before this grader started",
-            grader_version=grader.version,
+            started,
         )
     try:
-        result = grader.grade_inline(job.sample, job.config)
+        result = job.grader.grade_inline(job.sample, job.config)
     except Exception as e:
-        logger.warning(
-            "grader %s raised on sample %s (component %s)",
-            grader.name,
-            job.sample.id,
-            job.component,
-            exc_info=True,
-        )
-        kind = (
-            FailureKind.INVALID_SCORE
-            if isinstance(e, ValidationError)
-            else FailureKind.GRADER_ERROR
-        )
-        return GradeResult.failed(
-            grader.name,
-            kind,
-            f"{type(e).__name__}: {e}",
-            grader_version=grader.version,
-            latency_s=time.perf_counter() - started,
-        )
-    return result.model_copy(
-        update={
-            "grader": grader.name,
-            "grader_version": grader.version,
-            "latency_s": time.perf_counter() - started,
-        }
-    )
+        return _crashed(job, e, started)
+    return _stamped(job, result, started)
 
 
 async def run_jobs(
