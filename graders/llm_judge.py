@@ -30,8 +30,8 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
@@ -163,6 +163,19 @@ def _instruction(sample: Sample) -> str:
     return "\n".join(lines)
 
 
+_Judged = TypeVar("_Judged", JudgeResult, PairwiseResult)
+
+
+def _weighted(
+    weights: Mapping[str, float], results: Mapping[str, JudgeResult | PairwiseResult]
+) -> float:
+    """Combine the criteria's values by their weights, into [0, 1]."""
+    score = math.fsum(weights[n] * r.value for n, r in results.items()) / math.fsum(
+        weights.values()
+    )
+    return min(1.0, max(0.0, score))
+
+
 class LLMJudgeGrader(Grader[LLMJudgeConfig]):
     """Grades a response with an LLM judge against rubric criteria."""
 
@@ -223,17 +236,10 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
             ),
             return_exceptions=True,
         )
-        results: dict[str, JudgeResult] = {}
-        for criterion, outcome in zip(criteria, outcomes, strict=True):
-            if isinstance(outcome, JudgeError):
-                return self._judge_failure(criterion.name, outcome)
-            if isinstance(outcome, BaseException):
-                raise outcome
-            results[criterion.name] = outcome
+        results = self._collect([c.name for c in criteria], outcomes)
+        if isinstance(results, GradeResult):
+            return results
         weights = {c.name: c.weight for c in config.criteria}
-        score = math.fsum(weights[n] * r.value for n, r in results.items()) / math.fsum(
-            weights.values()
-        )
         details: dict[str, Any] = {
             "judge": client.backend.model,
             "criteria": {
@@ -248,7 +254,7 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                 for name, r in results.items()
             },
         }
-        return self.scored(min(1.0, max(0.0, score)), details=details)
+        return self.scored(_weighted(weights, results), details=details)
 
     async def _pairwise(
         self,
@@ -291,17 +297,10 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
             ),
             return_exceptions=True,
         )
-        results: dict[str, PairwiseResult] = {}
-        for criterion, outcome in zip(config.criteria, outcomes, strict=True):
-            if isinstance(outcome, JudgeError):
-                return self._judge_failure(criterion.name, outcome)
-            if isinstance(outcome, BaseException):
-                raise outcome
-            results[criterion.name] = outcome
+        results = self._collect([c.name for c in config.criteria], outcomes)
+        if isinstance(results, GradeResult):
+            return results
         weights = {c.name: c.weight for c in config.criteria}
-        score = math.fsum(weights[n] * r.value for n, r in results.items()) / math.fsum(
-            weights.values()
-        )
         details: dict[str, Any] = {
             "judge": client.backend.model,
             "mode": "pairwise",
@@ -315,7 +314,20 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                 for name, r in results.items()
             },
         }
-        return self.scored(min(1.0, max(0.0, score)), details=details)
+        return self.scored(_weighted(weights, results), details=details)
+
+    def _collect(
+        self, names: Sequence[str], outcomes: Sequence[_Judged | BaseException]
+    ) -> dict[str, _Judged] | GradeResult:
+        """Pair each criterion with its outcome; the first judge failure fails the component."""
+        results: dict[str, _Judged] = {}
+        for name, outcome in zip(names, outcomes, strict=True):
+            if isinstance(outcome, JudgeError):
+                return self._judge_failure(name, outcome)
+            if isinstance(outcome, BaseException):
+                raise outcome
+            results[name] = outcome
+        return results
 
     def _judge_failure(self, criterion: str, error: JudgeError) -> GradeResult:
         message = f"criterion {criterion!r}: {type(error).__name__}: {error}"
