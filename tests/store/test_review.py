@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
@@ -184,7 +185,21 @@ def run_reviewers(
         try:
             start.wait()
             claims = 0
-            while (item := queue.claim(name)) is not None:
+            while True:
+                item = queue.claim(name)
+                if item is None:
+                    # Nothing for me right now. Quit only when the queue is quiet: nothing
+                    # open and nothing leased but what was walked away from. An item still
+                    # in someone's hands may come back needing a label only I can give.
+                    stats = queue.stats()
+                    with guard:
+                        # (abandoned leases have run out by the second round)
+                        walked_away = len(abandoned) if abandon else 0
+                    quiet = stats["open"] == 0 and stats["leased"] == walked_away
+                    if quiet:
+                        return
+                    time.sleep(0.001)
+                    continue
                 claims += 1
                 with guard:
                     # Witness in memory: nobody else holds what the store just leased us.
@@ -196,7 +211,8 @@ def run_reviewers(
                     # may claim the item as soon as our label commits.
                     del holders[item.id]
                 if abandon and claims % abandon == 0:
-                    abandoned.append(item.id)  # walked away: the lease runs on
+                    with guard:
+                        abandoned.append(item.id)  # walked away: the lease runs on
                     continue
                 # A lost lease here would mean someone else was handed our item.
                 queue.submit(item.id, item.lease_token, name, Label(overall_score=0.5))
