@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import bisect
+import math
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 
-__all__ = ["Metrics"]
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample as PromSample
+from prometheus_client.utils import floatToGoString
+
+__all__ = ["BatchHistogram", "Metrics"]
 
 LATENCY_BUCKETS_S = (
     0.001,
@@ -49,6 +58,85 @@ REWARD_BUCKETS = (
 SCORE_BUCKETS = (0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1)
 
 
+class BatchHistogram(Collector):
+    """A labelled Prometheus histogram that takes a batch of observations at once.
+
+    prometheus_client's ``Histogram.observe`` takes one value under a lock; a
+    batch of 256 rewards with a few components each made that a tenth of the
+    service's time per sample. Here one call bins a whole batch (a bisect per
+    value, one lock per call), and the exposition is the same as a histogram's:
+    cumulative ``_bucket`` series with ``le``, then ``_sum`` and ``_count``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: Sequence[str],
+        buckets: Sequence[float],
+        registry: CollectorRegistry,
+    ) -> None:
+        bounds = [float(b) for b in buckets]
+        if bounds != sorted(set(bounds)):
+            raise ValueError(f"{name}: buckets must be strictly increasing")
+        if bounds[-1] != math.inf:
+            bounds.append(math.inf)
+        self.name = name
+        self.documentation = documentation
+        self.labelnames = tuple(labelnames)
+        self.bounds = tuple(bounds)
+        self._series: dict[tuple[str, ...], tuple[list[int], list[float]]] = {}
+        self._lock = threading.Lock()
+        registry.register(self)
+
+    def observe(self, labels: Sequence[str], values: Iterable[float]) -> None:
+        """Add every value (NaN is skipped: it has no bucket) to the series of ``labels``."""
+        if len(labels) != len(self.labelnames):
+            raise ValueError(f"{self.name} takes labels {self.labelnames}, got {tuple(labels)}")
+        bounds = self.bounds
+        counts = [0] * len(bounds)
+        total = 0.0
+        for value in values:
+            if value != value:  # NaN
+                continue
+            # le is inclusive: a value equal to a bound falls in that bound's bucket.
+            counts[bisect.bisect_left(bounds, value)] += 1
+            total += value
+        key = tuple(labels)
+        with self._lock:
+            series = self._series.get(key)
+            if series is None:
+                series = self._series[key] = ([0] * len(bounds), [0.0])
+            kept, summed = series
+            for i, c in enumerate(counts):
+                kept[i] += c
+            summed[0] += total
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        """Yield the histogram family with one series per label set observed so far."""
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        with self._lock:
+            snapshot = [(k, list(c), s[0]) for k, (c, s) in self._series.items()]
+        for labels, counts, total in sorted(snapshot):
+            names = dict(zip(self.labelnames, labels, strict=True))
+            running = 0
+            for bound, count in zip(self.bounds, counts, strict=True):
+                running += count
+                le = floatToGoString(bound)  # type: ignore[no-untyped-call]
+                family.samples.append(
+                    PromSample(f"{self.name}_bucket", {**names, "le": le}, running)
+                )
+            # Written out here: HistogramMetricFamily leaves _count and _sum out when
+            # a bucket is negative (rewards can be), and they are what rates are made of.
+            family.samples.append(PromSample(f"{self.name}_count", names, running))
+            family.samples.append(PromSample(f"{self.name}_sum", names, total))
+        yield family
+
+    def describe(self) -> Iterator[HistogramMetricFamily]:
+        """Describe the family without samples (so registering does not collect)."""
+        yield HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+
+
 class Metrics:
     """The service's metrics. Labels stay low-cardinality: never a sample or key id."""
 
@@ -71,7 +159,7 @@ class Metrics:
         self.samples = Counter(
             "arbiter_samples_total", "Samples graded, by rubric.", ["rubric"], registry=r
         )
-        self.grader_latency = Histogram(
+        self.grader_latency = BatchHistogram(
             "arbiter_grader_duration_seconds",
             "Per-sample grader latency.",
             ["grader"],
@@ -84,7 +172,7 @@ class Metrics:
             ["grader", "kind"],
             registry=r,
         )
-        self.rewards = Histogram(
+        self.rewards = BatchHistogram(
             "arbiter_reward",
             "Reward values by rubric.",
             ["rubric"],
@@ -94,7 +182,7 @@ class Metrics:
         self.abstentions = Counter(
             "arbiter_abstentions_total", "Rewards the rubric abstained on.", ["rubric"], registry=r
         )
-        self.components = Histogram(
+        self.components = BatchHistogram(
             "arbiter_component_score",
             "Component scores by rubric and component.",
             ["rubric", "component"],
