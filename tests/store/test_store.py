@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -88,3 +89,35 @@ def test_rubric_versions(store: Store):
     assert store.save_rubric(sha256="b" * 64, name="r", version=1, text_="name: r", origin="f")
     assert not store.save_rubric(sha256="b" * 64, name="r", version=1, text_="name: r", origin="f")
     assert store.rubric_texts() == [("name: r", "f")]
+
+
+def test_sqlite_wal_is_checkpointed_off_the_writers_path(tmp_path) -> None:
+    store = Store(f"sqlite:///{tmp_path / 'wal.db'}")
+    store.migrate()
+    for i in range(5):
+        record(store, f"req{i}", None, n=50)
+    checkpointer = store._checkpointer
+    assert checkpointer is not None and checkpointer.alive
+    deadline = time.monotonic() + 10
+    while checkpointer.runs == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert checkpointer.last is not None
+    busy, frames, copied = checkpointer.last
+    # Nobody else was reading or writing: every committed frame reached the file.
+    assert busy == 0 and frames > 0 and copied == frames
+    store.close()
+    assert not checkpointer.alive
+    # Reopened, everything is there (and the WAL bound applies to new connections).
+    again = Store(f"sqlite:///{tmp_path / 'wal.db'}")
+    assert again.count_rewards() == 250
+    with again.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar_one() == 16384
+    again.close()
+
+
+def test_in_memory_sqlite_has_no_checkpointer() -> None:
+    store = Store("sqlite:///:memory:")
+    store.migrate()
+    record(store, "req", None)
+    assert store._checkpointer is None
+    store.close()
