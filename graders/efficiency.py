@@ -18,9 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, Literal
+from functools import cached_property
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, model_validator
 
 from graders.base import Grader, GraderConfig
 from graders.types import FailureKind, GradeResult, Sample
@@ -91,7 +92,6 @@ class EfficiencyConfig(GraderConfig):
     max_total_tokens: BudgetField = None
     max_wall_s: BudgetField = None
     max_tool_calls: BudgetField = None
-    _budgets: dict[str, Budget] | None = PrivateAttr(default=None)
 
     @model_validator(mode="after")
     def _has_a_budget(self) -> EfficiencyConfig:
@@ -103,17 +103,42 @@ class EfficiencyConfig(GraderConfig):
         return self
 
     def budgets(self) -> dict[str, Budget]:
-        """Return metric name → budget, with bare numbers expanded (computed once)."""
-        if self._budgets is not None:
-            return self._budgets
+        """Return metric name → budget, with bare numbers expanded."""
         out: dict[str, Budget] = {}
         for field, metric in METRICS.items():
             value = getattr(self, field)
             if value is None:
                 continue
             out[metric] = value if isinstance(value, Budget) else Budget(limit=value)
-        self._budgets = out  # validation computes it, so equal configs stay equal
         return out
+
+    @cached_property
+    def terms(self) -> tuple[_Term, ...]:
+        """The budgets with the grader-wide shape and rate filled in (computed once).
+
+        Scoring runs per sample on the request path, so it reads plain tuples
+        instead of resolving overrides on models every time.
+        """
+        return tuple(
+            _Term(
+                metric,
+                b.limit,
+                b.target,
+                b.weight,
+                b.shape or self.shape,
+                b.rate or self.rate,
+            )
+            for metric, b in self.budgets().items()
+        )
+
+
+class _Term(NamedTuple):
+    metric: str
+    limit: float
+    target: float
+    weight: float
+    shape: Shape
+    rate: float
 
 
 def shape_score(usage: float, budget: Budget, shape: Shape, rate: float) -> float:
@@ -147,24 +172,30 @@ def score_efficiency(
     weighted = 0.0
     total_weight = 0.0
     scores: list[float] = []
-    for metric, budget in config.budgets().items():
+    for metric, limit, target, weight, shape, rate in config.terms:
         used = usage.get(metric)
         if used is None:
             missing.append(metric)
             continue
-        shape = budget.shape or config.shape
-        score = shape_score(used, budget, shape, budget.rate or config.rate)
+        # shape_score inlined (same arithmetic): this runs per budget per sample.
+        if shape == "step":
+            score = 1.0 if used <= limit else 0.0
+        elif used <= target:
+            score = 1.0
+        else:
+            over = (used - target) / (limit - target)
+            score = max(0.0, 1.0 - over) if shape == "linear" else math.exp(-rate * over)
         terms[metric] = {
             "usage": used,
-            "limit": budget.limit,
-            "target": budget.target,
+            "limit": limit,
+            "target": target,
             "shape": shape,
-            "weight": budget.weight,
+            "weight": weight,
             "score": score,
         }
         scores.append(score)
-        weighted += budget.weight * score
-        total_weight += budget.weight
+        weighted += weight * score
+        total_weight += weight
     if not terms or (missing and config.missing_metric == "fail"):
         return EfficiencyScore(None, terms, tuple(missing))
     if config.combine == "min":

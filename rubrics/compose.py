@@ -94,8 +94,14 @@ def _value(
     rubric: Rubric, results: Mapping[str, GradeResult], penalties: list[AppliedPenalty]
 ) -> tuple[float | None, str | None, list[AppliedGate], list[str]]:
     spec = rubric.spec
-    scores = {name: results[name].score for name in rubric.components}
-    missing = [name for name, score in scores.items() if score is None]
+    env: dict[str, float] = {}
+    missing: list[str] = []
+    for name in rubric.components:
+        score = results[name].score
+        if score is None:
+            missing.append(name)
+        else:
+            env[name] = score
     flags: list[str] = []
 
     def why(names: list[str]) -> str:
@@ -105,19 +111,18 @@ def _value(
             parts.append(f"{name} ({failure.kind.value if failure else 'no score'})")
         return ", ".join(parts)
 
-    required_missing = [n for n in missing if rubric.components[n].required]
-    if required_missing:
-        return None, f"required component without a score: {why(required_missing)}", [], flags
-    if missing and spec.on_missing == "abstain":
-        return None, f"component without a score: {why(missing)}", [], flags
-
-    env = {name: score for name, score in scores.items() if score is not None}
-    if missing and spec.on_missing == "zero":
-        flags.append("missing_read_as_zero")
-        env.update(dict.fromkeys(missing, 0.0))
+    if missing:
+        required_missing = [n for n in missing if rubric.components[n].required]
+        if required_missing:
+            return None, f"required component without a score: {why(required_missing)}", [], flags
+        if spec.on_missing == "abstain":
+            return None, f"component without a score: {why(missing)}", [], flags
+        if spec.on_missing == "zero":
+            flags.append("missing_read_as_zero")
+            env.update(dict.fromkeys(missing, 0.0))
 
     if rubric.formula is None:
-        weights = {name: c.weight for name, c in rubric.components.items()}
+        weights = rubric.weights
         present = sum(weights[name] for name in env)
         if present <= 0:
             return None, f"no weighted component has a score: {why(missing)}", [], flags
@@ -154,7 +159,8 @@ def _value(
             )
         )
 
-    value -= math.fsum(p.penalty for p in penalties)
+    if penalties:
+        value -= math.fsum(p.penalty for p in penalties)
     if spec.clip is not None:
         value = min(spec.clip[1], max(spec.clip[0], value))
     return value, None, applied, flags

@@ -84,6 +84,11 @@ class Rubric:
         return self.spec.version
 
     @cached_property
+    def weights(self) -> dict[str, float]:
+        """Component name → weight, in the rubric's order."""
+        return {name: c.weight for name, c in self.components.items()}
+
+    @cached_property
     def identity(self) -> RubricIdentity:
         """Name, version and sha256 together."""
         return RubricIdentity(name=self.name, version=self.version, sha256=self.sha256)

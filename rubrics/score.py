@@ -79,11 +79,11 @@ async def score_samples(
             # A registry made for this call must not leave sandbox or process
             # pools behind; callers that score repeatedly pass their own.
             registry.close()
-    width = len(rubric.components)
+    names = list(rubric.components)  # build_jobs is sample-major in this order
+    width = len(names)
     rewards = []
     for i, sample in enumerate(samples):
-        chunk = results[i * width : (i + 1) * width]
-        by_component = {job.component: r for job, r in zip(jobs[i * width :], chunk, strict=False)}
+        by_component = dict(zip(names, results[i * width : (i + 1) * width], strict=True))
         rewards.append(compose(rubric, by_component, sample_id=sample.id, group_id=sample.group_id))
     if normalize and rubric.spec.normalize != "none":
         rewards = normalize_rewards(
