@@ -40,6 +40,7 @@ from monitoring.drift_statistics import (
     effective_sd,
     fisher_z_rise,
     holm,
+    ks_two_sample,
     normalized_wasserstein,
     two_proportion_z,
     two_sided_cusum,
@@ -311,8 +312,8 @@ class _Stream:
         if self.is_reward:
             verdicts.extend(self._hacking(rows, ref, mean, z))
 
-        ks = stats.ks_2samp(values, self.reference_values)
-        return _Window(self, index, verdicts, float(ks.pvalue), float(ks.statistic))
+        ks_d, ks_p = ks_two_sample(values, self.reference_values)
+        return _Window(self, index, verdicts, ks_p, ks_d)
 
     def _hacking(
         self, rows: Floats, ref: ReferenceSummary, mean: float, z: float

@@ -16,6 +16,7 @@ from monitoring.drift_statistics import (
     effective_sd,
     fisher_z_rise,
     holm,
+    ks_two_sample,
     normalized_wasserstein,
     two_proportion_z,
     two_sided_cusum,
@@ -222,3 +223,16 @@ def test_fisher_z_rise():
 )
 def test_effective_sd_floors_a_constant_reference(sd, n, expected):
     assert effective_sd(sd, n) == pytest.approx(expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.floats(0, 1), min_size=1, max_size=300),
+    st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0]) | st.floats(0, 1), min_size=1, max_size=900),
+)
+def test_ks_two_sample_is_scipys_ks_2samp(window: list[float], reference: list[float]) -> None:
+    expected = stats.ks_2samp(window, sorted(reference))
+    assert ks_two_sample(np.array(window), np.sort(reference)) == (
+        float(expected.statistic),
+        float(expected.pvalue),
+    )
