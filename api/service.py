@@ -13,6 +13,7 @@ import importlib
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -255,8 +256,14 @@ class Service:
         request: RewardRequest,
         principal: Principal,
         idempotency_key: str | None,
+        *,
+        sent: Sequence[Any] | None = None,
     ) -> tuple[bytes, bool]:
-        """Grade a batch under its rubric; return the JSON body and whether it was replayed."""
+        """Grade a batch under its rubric; return the JSON body and whether it was replayed.
+
+        ``sent`` is each sample as decoded from the request body, if the caller
+        kept it: the log stores that instead of serializing the sample again.
+        """
         principal.require("trainer")
         if len(request.samples) > self.settings.max_batch_samples:
             raise too_large(len(request.samples), self.settings.max_batch_samples)
@@ -281,6 +288,7 @@ class Service:
             idempotency_key=idempotency_key,
             rubric=rubric,
             samples=request.samples,
+            sent=sent,
             deadline_s=deadline_s,
             make_envelope=envelope,
             make_body=body,
@@ -349,6 +357,7 @@ class Service:
             idempotency_key=key,
             rubric=rubric,
             samples=samples,
+            sent=None,
             deadline_s=None,
             make_envelope=envelope,
             make_body=lambda _env, records: self._openrlhf_body(records),
@@ -376,6 +385,7 @@ class Service:
         idempotency_key: str | None,
         rubric: Rubric,
         samples: list[Sample],
+        sent: Sequence[Any] | None,
         deadline_s: float | None,
         make_envelope: Callable[[str, float], dict[str, Any]],
         make_body: Callable[[bytes, list[bytes]], bytes],
@@ -424,7 +434,7 @@ class Service:
             request_id = uuid.uuid4().hex
             records = [r.model_dump_json().encode() for r in rewards]
             envelope = orjson.dumps(make_envelope(request_id, time.perf_counter() - started))
-            rows = self._rows(samples, rewards, records)
+            rows = self._rows(samples, sent, rewards, records)
             try:
                 await self._write(
                     self.store.record_request,
@@ -483,14 +493,22 @@ class Service:
             await asyncio.to_thread(write, **kwargs)
 
     def _rows(
-        self, samples: Sequence[Sample], rewards: Sequence[Reward], records: Sequence[bytes]
+        self,
+        samples: Sequence[Sample],
+        sent: Sequence[Any] | None,
+        rewards: Sequence[Reward],
+        records: Sequence[bytes],
     ) -> list[RewardRow]:
         keep = self.settings.store_samples == "full"
+        if sent is not None and len(sent) == len(samples):
+            # As sent (re-encoded compactly), which also validates back into the sample.
+            texts = [orjson.dumps(s) for s in sent]
+        else:
+            texts = [s.model_dump_json(exclude_none=True).encode() for s in samples]
         rows = []
-        for position, (sample, reward, record) in enumerate(
-            zip(samples, rewards, records, strict=True)
+        for position, (sample, text, reward, record) in enumerate(
+            zip(samples, texts, rewards, records, strict=True)
         ):
-            sample_json = sample.model_dump_json(exclude_none=True)
             rows.append(
                 RewardRow(
                     position=position,
@@ -499,8 +517,8 @@ class Service:
                     reward=reward.reward,
                     raw_reward=reward.raw_reward,
                     record=record.decode(),
-                    sample=sample_json if keep else None,
-                    sample_sha256=hashlib.sha256(sample_json.encode()).hexdigest(),
+                    sample=text.decode() if keep else None,
+                    sample_sha256=hashlib.sha256(text).hexdigest(),
                     latency_s=max((c.latency_s for c in reward.components.values()), default=0.0),
                 )
             )
@@ -514,29 +532,26 @@ class Service:
     def _observe(self, rubric: Rubric, rewards: Sequence[Reward]) -> None:
         m = self.metrics
         m.samples.labels(rubric=rubric.name).inc(len(rewards))
-        reward_hist = m.rewards.labels(rubric=rubric.name)
-        abstained = 0
-        component_hists = {
-            n: m.components.labels(rubric=rubric.name, component=n) for n in rubric.components
-        }
-        latency = {
-            c.grader: m.grader_latency.labels(grader=c.grader) for c in rubric.components.values()
-        }
-        for reward in rewards:
-            if reward.reward is None:
-                abstained += 1
-            else:
-                reward_hist.observe(reward.reward)
-            for name, outcome in reward.components.items():
-                latency[outcome.grader].observe(outcome.latency_s)
+        values = [r.reward for r in rewards if r.reward is not None]
+        m.rewards.observe((rubric.name,), values)
+        if len(values) < len(rewards):
+            m.abstentions.labels(rubric=rubric.name).inc(len(rewards) - len(values))
+        latencies: dict[str, list[float]] = {}
+        failures: Counter[tuple[str, str]] = Counter()
+        for name in rubric.components:
+            scores = []
+            for reward in rewards:
+                outcome = reward.components[name]
+                latencies.setdefault(outcome.grader, []).append(outcome.latency_s)
                 if outcome.score is not None:
-                    component_hists[name].observe(outcome.score)
+                    scores.append(outcome.score)
                 elif outcome.failure is not None:
-                    m.grader_failures.labels(
-                        grader=outcome.grader, kind=outcome.failure.kind.value
-                    ).inc()
-        if abstained:
-            m.abstentions.labels(rubric=rubric.name).inc(abstained)
+                    failures[outcome.grader, outcome.failure.kind.value] += 1
+            m.components.observe((rubric.name, name), scores)
+        for grader, seconds in latencies.items():
+            m.grader_latency.observe((grader,), seconds)
+        for (grader, kind), count in failures.items():
+            m.grader_failures.labels(grader=grader, kind=kind).inc(count)
 
     # -- rubric management --------------------------------------------------------
 

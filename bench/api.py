@@ -153,7 +153,7 @@ def through_http(n: int, workdir: Path, workers: int) -> dict[str, Any]:
         "ARBITER_RUBRIC_RELOAD_INTERVAL_S": "0",
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "serve"],
+        [sys.executable, "-m", "arbiter", "serve", "--workers", str(workers)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

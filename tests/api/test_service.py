@@ -51,6 +51,31 @@ def test_health_ready_and_metrics(server: Server) -> None:
     assert "arbiter_inflight_samples" in text
 
 
+def test_metrics_histograms_count_every_reward_and_component(server: Server) -> None:
+    batch = [sample(i, turns=t) for i, t in enumerate((1, 5, 8, 12, 40))]
+    with server.client() as http:
+        rewards = http.post(
+            "/v1/rewards", json={"rubric": "efficiency-only", "samples": batch}
+        ).json()["rewards"]
+        text = http.get("/metrics").text
+    series = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    values = [r["reward"] for r in rewards]
+    rubric = 'rubric="efficiency-only"'
+    assert series[f"arbiter_reward_count{{{rubric}}}"] == 5
+    assert series[f"arbiter_reward_sum{{{rubric}}}"] == pytest.approx(sum(values))
+    # Cumulative buckets, le inclusive: 0.5 counts the values up to and including 0.5.
+    below = sum(v <= 0.5 for v in values)
+    assert series[f'arbiter_reward_bucket{{le="0.5",{rubric}}}'] == below
+    assert series[f'arbiter_reward_bucket{{le="+Inf",{rubric}}}'] == 5
+    component = f'component="efficiency",{rubric}'
+    assert series[f"arbiter_component_score_count{{{component}}}"] == 5
+    assert series['arbiter_grader_duration_seconds_count{grader="efficiency"}'] == 5
+
+
 # -- rewards ------------------------------------------------------------------
 
 
@@ -148,6 +173,26 @@ def test_invalid_json_is_a_422_not_a_500(server: Server) -> None:
             "/v1/rewards", content=b"{not json", headers={"content-type": "application/json"}
         )
     assert response.status_code == 422 and response.json()["code"] == "invalid_request"
+    assert response.json()["errors"][0]["message"] == "JSON decode error"
+
+
+def test_samples_are_logged_as_sent_and_replay_from_the_log(server: Server) -> None:
+    # Key order, an integer beyond 64 bits (orjson refuses it, json takes it) in
+    # free-form labels: what is logged is the sample as sent, and it reads back.
+    sent = {"response": "r", "id": "big", "labels": {"n": 2**70}, "metrics": {"turns": 3}}
+    with server.client() as http:
+        response = http.post("/v1/rewards", json={"rubric": "efficiency-only", "samples": [sent]})
+    assert response.status_code == 200, response.text
+    store = Store(server.db_url)
+    try:
+        with store.engine.connect() as conn:
+            logged = conn.exec_driver_sql(
+                "SELECT sample FROM rewards WHERE sample_id = 'big'"
+            ).scalar_one()
+    finally:
+        store.close()
+    assert json.loads(logged) == sent
+    assert list(json.loads(logged)) == list(sent)
 
 
 def test_idempotency_key_returns_the_stored_response_unchanged(server: Server) -> None:
