@@ -1,15 +1,20 @@
 """Grade HumanEvalPack's canonical solutions: a naive pytest-per-item baseline against Arbiter.
 
-Run as ``python -m bench.sandbox``. In the same run, with the same concurrency
-(one worker per sandbox slot):
+Run as ``python -m bench.sandbox [--runs N]``. In the same run:
 
-(a) naive: a fresh ``python -m pytest`` subprocess per item, in this project's
-    environment, ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``, no isolation at all;
+(a) naive: a fresh ``python -m pytest`` subprocess per item, one after the
+    other, in this project's environment, ``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``,
+    no isolation at all; (a') is the same with one worker per sandbox slot, for
+    reference;
 (b) Arbiter: the ``unit_tests`` grader through the grader runner, every
-    sandbox layer this host provides (they are printed);
+    sandbox layer this host provides (they are printed), one job in flight per
+    slot; each pass starts with an empty plan cache, so every task is planned
+    as if first seen;
 (c) the floor: a confined child that loads an empty module and is torn down.
 
-Each line gives items/s and p50/p99 latency; the ratio (b)/(a) is printed last.
+(b) and (c) run ``--runs`` passes over the 164 items and print each; the
+summary takes medians. Each line gives items/s and p50/p99 latency; the ratio
+(b)/(a) is printed last.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from typing import Any
 from graders.runner import GraderJob, run_jobs
 from graders.sandbox import Limits, PoolConfig, SandboxPool
 from graders.types import Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from graders.unit_tests import UnitTestsConfig, UnitTestsGrader, clear_plan_cache
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanevalpack_python.jsonl"
 
@@ -68,7 +73,7 @@ def _timed(
     return time.perf_counter() - started, latencies, passed
 
 
-def naive(rows: Sequence[dict[str, Any]], workers: int) -> float:
+def naive(rows: Sequence[dict[str, Any]], workers: int, name: str) -> float:
     """(a): one fresh pytest process per item; the module-level ``check(...)`` runs at import."""
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     with tempfile.TemporaryDirectory(prefix="arbiter-bench-") as tmp:
@@ -92,12 +97,12 @@ def naive(rows: Sequence[dict[str, Any]], workers: int) -> float:
             return done.returncode == 0
 
         wall, latencies, passed = _timed(run, rows, workers)
-    return _line(
-        "(a) naive pytest subprocess", len(rows), wall, latencies, f"passed {passed}/{len(rows)}"
-    )
+    return _line(name, len(rows), wall, latencies, f"passed {passed}/{len(rows)}")
 
 
-def arbiter(rows: Sequence[dict[str, Any]], pool: SandboxPool, concurrency: int) -> float:
+def arbiter(
+    rows: Sequence[dict[str, Any]], pool: SandboxPool, concurrency: int, runs: int
+) -> list[float]:
     """(b): the unit_tests grader through the runner, as the service calls it."""
     grader = UnitTestsGrader(pool)
     config = UnitTestsConfig(timeout_s=10.0)
@@ -120,10 +125,13 @@ def arbiter(rows: Sequence[dict[str, Any]], pool: SandboxPool, concurrency: int)
         return wall, [r.latency_s for r in results], sum(r.score == 1.0 for r in results)
 
     asyncio.run(run_jobs(jobs[:20], max_concurrency=concurrency))  # warm-up
-    wall, latencies, passed = asyncio.run(grade_all())
-    return _line(
-        "(b) arbiter unit_tests grader", len(rows), wall, latencies, f"passed {passed}/{len(rows)}"
-    )
+    rates = []
+    for _ in range(runs):
+        clear_plan_cache()
+        wall, latencies, passed = asyncio.run(grade_all())
+        note = f"passed {passed}/{len(rows)}"
+        rates.append(_line("(b) arbiter unit_tests grader", len(rows), wall, latencies, note))
+    return rates
 
 
 def floor(pool: SandboxPool, items: int, workers: int) -> float:
@@ -150,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--naive-items", type=int, default=40, help="items for the slow baseline (a rate)"
     )
+    parser.add_argument("--runs", type=int, default=5, help="passes of (b) and (c)")
     args = parser.parse_args(argv)
     if not DATA.exists():
         sys.exit(f"{DATA} is absent: check out ../shared/data beside the repository")
@@ -160,12 +169,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         active = [k for k, v in pool.layers().items() if v.startswith("active")]
         print(f"HumanEvalPack canonical solutions; {args.slots} slots on {os.cpu_count()} CPUs")
         print(f"sandbox layers active: {', '.join(active)}")
-        naive_rate = naive(rows[: args.naive_items], args.slots)
-        ours = arbiter(rows, pool, args.slots)
-        floor(pool, len(rows), args.slots)
+        sample = rows[: args.naive_items]
+        naive_rate = naive(sample, 1, "(a) naive pytest subprocess")
+        naive(sample, args.slots, f"(a') naive, {args.slots} in parallel")
+        ours = arbiter(rows, pool, args.slots, args.runs)
+        floors = [floor(pool, len(rows), args.slots) for _ in range(args.runs)]
     finally:
         pool.close()
-    print(f"ratio (b)/(a): {ours / naive_rate:.1f}x")
+    median = statistics.median(ours)
+    print(
+        f"median of {args.runs}: (b) {median:.1f} items/s, (c) {statistics.median(floors):.1f} "
+        f"items/s; (a) {naive_rate:.1f} items/s"
+    )
+    print(f"ratio (b)/(a): {median / naive_rate:.1f}x")
 
 
 if __name__ == "__main__":

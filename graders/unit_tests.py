@@ -204,6 +204,11 @@ def _observed(report: RunReport | None, code: str) -> list[Violation]:
     return out
 
 
+def clear_plan_cache() -> None:
+    """Forget every planned task (a benchmark measuring first sight of each task uses it)."""
+    _cached_plan.cache_clear()
+
+
 @functools.lru_cache(maxsize=512)
 def _cached_plan(tests: str | tuple[str, ...], setup_code: str | None) -> CheckPlan:
     """Plan once per task: a GRPO group grades many responses against the same tests."""

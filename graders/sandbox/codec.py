@@ -196,16 +196,23 @@ def decode(data: Any, depth: int = 0, refs: Callable[[int], Any] | None = None) 
 
 def dumps(message: Any) -> bytes:
     """Serialize an already-encoded message (NaN is never emitted: it is tagged)."""
-    return json.dumps(message, allow_nan=False, separators=(",", ":")).encode()
+    return _ENCODER.encode(message).encode()
 
 
 def _no_constant(name: str) -> Any:
     raise DecodeError(f"bare {name} is not part of the encoding")
 
 
+# One encoder and one decoder for every message: json.dumps and json.loads build
+# a new one per call whenever an option is passed, which cost more than the
+# work on the small messages of a candidate call.
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
 def loads(raw: bytes) -> Any:
     """Parse one message's JSON; malformed text or bare NaN/Infinity is a DecodeError."""
     try:
-        return json.loads(raw, parse_constant=_no_constant)
+        return _DECODER.decode(raw.decode())
     except (ValueError, RecursionError) as e:
         raise DecodeError(f"malformed message: {e}") from None
