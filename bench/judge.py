@@ -12,6 +12,11 @@ padding without a mask) of three sizes — hidden 128 / 2 layers, 256 / 4 and
     submitted concurrently, cut into length-sorted batches within a token
     budget, run on the batcher's worker thread.
 
+The requests are cut into chunks (``--chunk``, 128 by default) and the three
+ways take turns on each chunk, in a rotating order, so a slow spell of this
+shared machine falls on all three alike; each way's time is its sum over the
+chunks (and the batcher batches within a chunk).
+
 Each prints real tokens per second (padding not counted) and padding
 efficiency (real / padded tokens); (b)'s and (c)'s scores are checked against
 (a)'s (max |difference| below 1e-4). A summary per size follows with the
@@ -23,7 +28,7 @@ where the throughput is (see :mod:`bench.gpu_judge`).
 The pieces (tokenizer, requests, the three ways of running them) are shared
 with :mod:`bench.gpu_judge`.
 
-Run: ``.venv/bin/python -m bench.judge [--sizes 128x2,256x4,512x8] [--requests N]``;
+Run: ``.venv/bin/python -m bench.judge [--sizes 128x2,256x4,512x8] [--requests N] [--chunk N]``;
 a size may carry its own request count, as in ``512x8:128``. Exits 1 when a
 score differs from (a)'s by more than the limit (a correctness failure); a
 missed speed target is reported, not an error.
@@ -32,6 +37,7 @@ missed speed target is reported, not an error.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -154,6 +160,17 @@ class Measured:
         """Return the largest |score difference| against another run of the same requests."""
         return max(abs(x - y) for x, y in zip(self.scores, other.scores, strict=True))
 
+    @staticmethod
+    def total(parts: Sequence[Measured]) -> Measured:
+        """Return the runs of consecutive chunks as one run of all their requests."""
+        return Measured(
+            sum(p.seconds for p in parts),
+            [s for p in parts for s in p.scores],
+            sum(p.tokens for p in parts),
+            sum(p.padded_tokens for p in parts),
+            sum(p.batches for p in parts),
+        )
+
 
 def timed(
     fn: Callable[[], list[float]], sync: Callable[[], None] | None = None
@@ -207,22 +224,33 @@ def run_batcher(
     reqs: Sequence[EncodedInput],
     config: BatcherConfig,
     sync: Callable[[], None] | None = None,
+    batcher: DynamicBatcher[EncodedInput, tuple[float, ...]] | None = None,
 ) -> Measured:
-    """Submit every request concurrently to a fresh DynamicBatcher — (c)."""
-    b: DynamicBatcher[EncodedInput, tuple[float, ...]] = DynamicBatcher(
-        rm.score_batch, config, name="bench-batcher"
-    )
+    """Submit every request concurrently to the batcher — (c).
+
+    With ``batcher``, that one is used (and left open), as a service keeps one
+    for its life; otherwise a fresh one is made and closed.
+    """
+    b = batcher or DynamicBatcher(rm.score_batch, config, name="bench-batcher")
+    before = dataclasses.replace(b.stats)
 
     async def go() -> list[float]:
         try:
             results = await asyncio.gather(*(b.submit(r, r.length) for r in reqs))
         finally:
-            await b.close()
+            if batcher is None:
+                await b.close()
         return [s[0] for s in results]
 
     seconds, scores = timed(lambda: asyncio.run(go()), sync)
     stats: BatchStats = b.stats
-    return Measured(seconds, scores, stats.tokens, stats.padded_tokens, stats.batches)
+    return Measured(
+        seconds,
+        scores,
+        stats.tokens - before.tokens,
+        stats.padded_tokens - before.padded_tokens,
+        stats.batches - before.batches,
+    )
 
 
 def verdict(ok: bool) -> str:
@@ -295,7 +323,9 @@ class SizeResult:
         )
 
 
-def bench_size(size: Size, budget: int, max_wait_ms: float, index: int, total: int) -> SizeResult:
+def bench_size(
+    size: Size, budget: int, max_wait_ms: float, chunk: int, index: int, total: int
+) -> SizeResult:
     """Build one model, run (a), (b) and (c) on the same requests, print each line."""
     rm = build_cpu_model(size.hidden, size.layers)
     vocab_size = len(rm.tokenizer)
@@ -312,7 +342,7 @@ def bench_size(size: Size, budget: int, max_wait_ms: float, index: int, total: i
     print(
         f"[{index}/{total}] Llama seq-cls hidden {size.hidden}, {size.layers} layers "
         f"({params / 1e6:.1f}M params), float32; {size.requests} requests, lengths 16-1024, "
-        f"{tokens} tokens",
+        f"{tokens} tokens, in chunks of {chunk}",
         flush=True,
     )
     # Warm up the allocator and kernels on a long single row and a budget-sized batch.
@@ -322,30 +352,46 @@ def bench_size(size: Size, budget: int, max_wait_ms: float, index: int, total: i
     rm.score_batch(warm[:1])
     rm.score_batch(warm[: max(1, min(4, budget // 1024))])
 
-    single = run_one_at_a_time(rm, reqs)
+    config = BatcherConfig(max_batch_tokens=budget, max_batch_size=256, max_wait_ms=max_wait_ms)
+    # One batcher for the whole size, as a service keeps one: its worker thread
+    # (and that thread's allocator and OpenMP team) warms up once, here.
+    batcher: DynamicBatcher[EncodedInput, tuple[float, ...]] = DynamicBatcher(
+        rm.score_batch, config, name="bench-batcher"
+    )
+    run_batcher(rm, warm, config, batcher=batcher)
+    ways: dict[str, Callable[[Sequence[EncodedInput]], Measured]] = {
+        "a": lambda chunk: run_one_at_a_time(rm, chunk),
+        "b": lambda chunk: run_arrival_order(rm, chunk, ARRIVAL_BATCH),
+        "c": lambda chunk: run_batcher(rm, chunk, config, batcher=batcher),
+    }
+    parts: dict[str, list[Measured]] = {key: [] for key in ways}
+    order = list(ways)
+    for k, start in enumerate(range(0, len(reqs), chunk)):
+        part = reqs[start : start + chunk]
+        for key in order[k % 3 :] + order[: k % 3]:  # rotate who goes first
+            parts[key].append(ways[key](part))
+    asyncio.run(batcher.close())
+    single, arrival, batched = (Measured.total(parts[key]) for key in order)
     print(
         f"  {'(a) one at a time:':<38}{single.tokens_per_s:9.0f} tokens/s   "
         f"padding efficiency {single.padding_efficiency:.3f}   batches {single.batches}",
         flush=True,
     )
-    arrival = run_arrival_order(rm, reqs, ARRIVAL_BATCH)
     label = f"(b) arrival order, {ARRIVAL_BATCH}/batch:"
     print(
         f"  {label:<38}{arrival.tokens_per_s:9.0f} tokens/s   "
         f"padding efficiency {arrival.padding_efficiency:.3f}   batches {arrival.batches}",
         flush=True,
     )
-    config = BatcherConfig(max_batch_tokens=budget, max_batch_size=256, max_wait_ms=max_wait_ms)
-    batcher = run_batcher(rm, reqs, config)
     label = f"(c) Arbiter batcher, {budget} tokens:"
     print(
-        f"  {label:<38}{batcher.tokens_per_s:9.0f} tokens/s   "
-        f"padding efficiency {batcher.padding_efficiency:.3f}   batches {batcher.batches}",
+        f"  {label:<38}{batched.tokens_per_s:9.0f} tokens/s   "
+        f"padding efficiency {batched.padding_efficiency:.3f}   batches {batched.batches}",
         flush=True,
     )
-    result = SizeResult(size, single, arrival, batcher)
+    result = SizeResult(size, single, arrival, batched)
     worst_b = arrival.max_difference(single)
-    worst_c = batcher.max_difference(single)
+    worst_c = batched.max_difference(single)
     print(
         f"  max |score difference| vs (a): (b) {worst_b:.2e}, (c) {worst_c:.2e} "
         f"(limit {SCORE_LIMIT:.0e}: {verdict(result.worst_difference < SCORE_LIMIT)})",
@@ -399,7 +445,12 @@ def print_summary(results: Sequence[SizeResult]) -> None:
 
 
 def run(
-    sizes: Sequence[Size], *, budget: int = 4096, max_wait_ms: float = 5.0, threads: int = 0
+    sizes: Sequence[Size],
+    *,
+    budget: int = 4096,
+    max_wait_ms: float = 5.0,
+    threads: int = 0,
+    chunk: int = 128,
 ) -> list[SizeResult]:
     """Run the benchmark at every size and print the summary; return the results."""
     if threads > 0:
@@ -412,7 +463,8 @@ def run(
     )
     started = time.perf_counter()
     results = [
-        bench_size(size, budget, max_wait_ms, i, len(sizes)) for i, size in enumerate(sizes, 1)
+        bench_size(size, budget, max_wait_ms, chunk, i, len(sizes))
+        for i, size in enumerate(sizes, 1)
     ]
     print(f"(total {time.perf_counter() - started:.0f} s)")
     print_summary(results)
@@ -435,10 +487,17 @@ def main(
     threads: Annotated[
         int, typer.Option("--threads", min=0, help="torch threads; 0: torch's default.")
     ] = 0,
+    chunk: Annotated[
+        int, typer.Option("--chunk", min=1, help="Requests per turn of the three ways.")
+    ] = 128,
 ) -> None:
     """Compare one-at-a-time, arrival-order batches of 32 and the batcher at several sizes."""
     results = run(
-        parse_sizes(sizes, n_requests), budget=budget, max_wait_ms=max_wait_ms, threads=threads
+        parse_sizes(sizes, n_requests),
+        budget=budget,
+        max_wait_ms=max_wait_ms,
+        threads=threads,
+        chunk=chunk,
     )
     if any(r.worst_difference >= SCORE_LIMIT for r in results):
         raise typer.Exit(1)
