@@ -21,7 +21,7 @@ import textwrap
 import warnings
 from dataclasses import dataclass
 from types import CodeType, ModuleType
-from typing import Literal
+from typing import Any, Literal
 
 from graders.sandbox.proxy import (
     CandidateError,
@@ -53,6 +53,19 @@ class CheckPlanError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class AheadCall:
+    """The one call of an assert that calls nothing else, with literal arguments.
+
+    Such a call is certain to be made, first, when its statement runs, and its
+    arguments are known before: it can be sent to the child ahead of time.
+    """
+
+    fn: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
 class Statement:
     """One statement of the tests, compiled on its own."""
 
@@ -60,6 +73,11 @@ class Statement:
     source: str
     code: CodeType
     is_unit: bool
+    #: Whether the statement contains a call at all (else it cannot reach the candidate).
+    calls: bool = True
+    #: Names the statement binds (a later call to one of them may mean something else).
+    binds: frozenset[str] = frozenset()
+    ahead: AheadCall | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +132,41 @@ def _walk(root: ast.AST) -> list[ast.AST]:
     return nodes
 
 
-def _has_assert(node: ast.AST) -> bool:
-    return any(isinstance(n, ast.Assert) for n in _walk(node))
+def _literal(node: ast.AST | None) -> bool:
+    try:
+        ast.literal_eval(node)  # type: ignore[arg-type]
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def _ahead_call(stmt: ast.stmt) -> AheadCall | None:
+    """Return the call of ``assert f(literals) [op literal][, literal]``, else None.
+
+    The call is the first thing such a statement evaluates and nothing else in
+    it can call anything, so running the statement makes exactly this call.
+    """
+    if not isinstance(stmt, ast.Assert) or (stmt.msg is not None and not _literal(stmt.msg)):
+        return None
+    test = stmt.test
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test = test.operand
+    call = test
+    if isinstance(test, ast.Compare):
+        if not all(_literal(c) for c in test.comparators):
+            return None
+        call = test.left
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
+        return None
+    if not all(_literal(a) for a in call.args):  # a *starred argument is not a literal
+        return None
+    if not all(k.arg is not None and _literal(k.value) for k in call.keywords):
+        return None
+    return AheadCall(
+        call.func.id,
+        tuple(ast.literal_eval(a) for a in call.args),
+        {str(k.arg): ast.literal_eval(k.value) for k in call.keywords},
+    )
 
 
 def _compile(stmts: list[ast.stmt], source: str, *, as_units: bool) -> tuple[Statement, ...]:
@@ -127,7 +178,18 @@ def _compile(stmts: list[ast.stmt], source: str, *, as_units: bool) -> tuple[Sta
         text = textwrap.dedent("\n".join(lines[stmt.lineno - 1 : end])) or ast.unparse(stmt)
         module = ast.Module(body=[stmt], type_ignores=[])
         code = compile(module, "<tests>", "exec")
-        out.append(Statement(stmt.lineno, text[:300], code, as_units and _has_assert(stmt)))
+        nodes = _walk(stmt)
+        out.append(
+            Statement(
+                stmt.lineno,
+                text[:300],
+                code,
+                as_units and any(isinstance(n, ast.Assert) for n in nodes),
+                calls=any(isinstance(n, ast.Call) for n in nodes),
+                binds=frozenset(_names(stmt)[1]),
+                ahead=_ahead_call(stmt),
+            )
+        )
     return tuple(out)
 
 
@@ -305,9 +367,46 @@ def run_plan(
         result = _run_statement(stmt, namespace, channel)
         if not result.passed and not channel.events:
             raise CheckPlanError(f"test setup failed at line {stmt.line}: {result.error}")
+    channel.send_ahead(_calls_ahead(plan, namespace))
     outcomes: list[UnitOutcome] = []
     for stmt in plan.statements:
         result = _run_statement(stmt, namespace, channel)
         if stmt.is_unit or not result.passed:
             outcomes.append(result)
+    channel.drain_ahead()
     return outcomes
+
+
+#: At most this many calls, and this many bytes of arguments, are sent ahead.
+MAX_AHEAD_CALLS = 64
+MAX_AHEAD_BYTES = 32 << 10
+
+
+def _calls_ahead(
+    plan: CheckPlan, namespace: dict[str, object]
+) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+    """Return the candidate calls the statements will make first, in order.
+
+    Consecutive statements from the start: each either calls nothing, or is an
+    assert whose only call is to a candidate function with literal arguments
+    (:func:`_ahead_call`). The first statement of any other kind ends the list,
+    so the candidate sees exactly the calls, in exactly the order, that one
+    statement at a time would make; only the round trip between them is saved.
+    """
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+    rebound: set[str] = set()
+    size = 0
+    for stmt in plan.statements:
+        if stmt.ahead is None:
+            if stmt.calls:
+                break
+            rebound |= stmt.binds
+            continue
+        fn = namespace.get(stmt.ahead.fn)
+        if stmt.ahead.fn in rebound or not isinstance(fn, CandidateFunction):
+            break  # a helper of the tests' own could call the candidate in between
+        size += len(repr(stmt.ahead.args)) + len(repr(stmt.ahead.kwargs))
+        if len(calls) == MAX_AHEAD_CALLS or size > MAX_AHEAD_BYTES:
+            break
+        calls.append((fn.__name__, stmt.ahead.args, stmt.ahead.kwargs))
+    return calls
