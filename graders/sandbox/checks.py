@@ -132,12 +132,15 @@ def _walk(root: ast.AST) -> list[ast.AST]:
     return nodes
 
 
-def _literal(node: ast.AST | None) -> bool:
+_NOT_LITERAL = object()
+
+
+def _literal_value(node: ast.AST) -> Any:
+    """Return the value of a literal expression, or ``_NOT_LITERAL``."""
     try:
-        ast.literal_eval(node)  # type: ignore[arg-type]
+        return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False
-    return True
+        return _NOT_LITERAL
 
 
 def _ahead_call(stmt: ast.stmt) -> AheadCall | None:
@@ -146,27 +149,27 @@ def _ahead_call(stmt: ast.stmt) -> AheadCall | None:
     The call is the first thing such a statement evaluates and nothing else in
     it can call anything, so running the statement makes exactly this call.
     """
-    if not isinstance(stmt, ast.Assert) or (stmt.msg is not None and not _literal(stmt.msg)):
+    if not isinstance(stmt, ast.Assert):
         return None
     test = stmt.test
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         test = test.operand
-    call = test
-    if isinstance(test, ast.Compare):
-        if not all(_literal(c) for c in test.comparators):
-            return None
-        call = test.left
+    call = test.left if isinstance(test, ast.Compare) else test
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
         return None
-    if not all(_literal(a) for a in call.args):  # a *starred argument is not a literal
+    # What the statement evaluates after the call must be literal too.
+    after = [*test.comparators] if isinstance(test, ast.Compare) else []
+    if stmt.msg is not None:
+        after.append(stmt.msg)
+    if any(_literal_value(node) is _NOT_LITERAL for node in after):
         return None
-    if not all(k.arg is not None and _literal(k.value) for k in call.keywords):
+    args = tuple(_literal_value(a) for a in call.args)  # a *starred argument is not literal
+    kwargs = {k.arg: _literal_value(k.value) for k in call.keywords if k.arg is not None}
+    if len(kwargs) != len(call.keywords) or any(
+        v is _NOT_LITERAL for v in (*args, *kwargs.values())
+    ):
         return None
-    return AheadCall(
-        call.func.id,
-        tuple(ast.literal_eval(a) for a in call.args),
-        {str(k.arg): ast.literal_eval(k.value) for k in call.keywords},
-    )
+    return AheadCall(call.func.id, args, kwargs)
 
 
 def _compile(stmts: list[ast.stmt], source: str, *, as_units: bool) -> tuple[Statement, ...]:
@@ -186,17 +189,18 @@ def _compile(stmts: list[ast.stmt], source: str, *, as_units: bool) -> tuple[Sta
                 code,
                 as_units and any(isinstance(n, ast.Assert) for n in nodes),
                 calls=any(isinstance(n, ast.Call) for n in nodes),
-                binds=frozenset(_names(stmt)[1]),
+                binds=frozenset(_names(nodes)[1]),
                 ahead=_ahead_call(stmt),
             )
         )
     return tuple(out)
 
 
-def _names(tree: ast.AST) -> tuple[set[str], set[str]]:
+def _names(tree: ast.AST | list[ast.AST]) -> tuple[set[str], set[str]]:
+    """Return the names a tree (or the nodes of one, walked) reads and binds."""
     loaded: set[str] = set()
     bound: set[str] = set()
-    for node in _walk(tree):
+    for node in tree if isinstance(tree, list) else _walk(tree):
         if isinstance(node, ast.Name):
             (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
