@@ -123,3 +123,24 @@ def test_forged_replies_are_still_caught(grader: UnitTestsGrader, when: str) -> 
     result = grade(grader, code, function_task(tests))
     assert not_a_pass(result)
     assert ViolationType.VERDICT_FORGERY in {v.type for v in result.violations}
+
+
+def test_a_run_gone_before_the_calls_fails_each_unit(pool: SandboxPool) -> None:
+    # The candidate leaves right after loading: sending the calls ahead meets a
+    # closed socket, and every unit fails as "exited" (not the grader).
+    code = (
+        "import os, threading, time\n"
+        "threading.Thread(target=lambda: (time.sleep(0.05), os._exit(0))).start()\n"
+        "def f(x):\n"
+        "    return x\n"
+    )
+    tests = (
+        "import time\n"
+        "time.sleep(0.3)  # the tests' own setup, before any call\n"
+        "def check(candidate):\n"
+        "    assert candidate(1) == 1\n"
+        "    assert candidate(2) == 2\n"
+    )
+    outcomes, channel = run(pool, code, tests)
+    assert [o.outcome for o in outcomes] == ["exited", "exited"]
+    assert channel.broken is not None and channel.broken.reason == "exited"
