@@ -18,7 +18,7 @@ from starlette.responses import Response
 from api.errors import ApiError, error_response
 from api.middleware import ServiceMiddleware
 from api.routes import drift, health, keys, review, rewards, rubrics
-from api.schemas import RewardRequest
+from api.schemas import OpenRLHFRequest, RewardRequest
 from api.service import Service
 from api.settings import Settings
 from arbiter.version import __version__
@@ -76,7 +76,7 @@ def _settle_garbage_collector() -> None:
 
 
 #: Bodies parsed by ``api.body`` instead of FastAPI: their schemas are added by hand.
-HAND_PARSED_BODIES: tuple[type[BaseModel], ...] = (RewardRequest,)
+HAND_PARSED_BODIES: tuple[type[BaseModel], ...] = (RewardRequest, OpenRLHFRequest)
 
 
 def _with_hand_parsed_bodies(app: FastAPI) -> None:

@@ -57,9 +57,14 @@ async def create_rewards(
     return _json(content, replayed)
 
 
-@router.post("/get_reward", response_model=OpenRLHFResponse, responses=ERRORS)
+@router.post(
+    "/get_reward",
+    response_model=OpenRLHFResponse,
+    responses=ERRORS,
+    openapi_extra=json_body_openapi(OpenRLHFRequest),
+)
 async def openrlhf_reward(
-    body: OpenRLHFRequest,
+    request: Request,
     service: ServiceDep,
     caller: Caller,
     rubric: Annotated[str | None, Query(max_length=128)] = None,
@@ -69,6 +74,7 @@ async def openrlhf_reward(
     The response of each sample is ``query[len(prompt):]``. Empty lists get empty
     lists. A retry of the same body is answered from the log, not graded twice.
     """
+    body, _ = parse_body(await request.body(), OpenRLHFRequest)  # as /v1/rewards
     if not body.query and not body.prompts:
         return Response(
             b'{"rewards":[],"scores":[],"extra_logs":{}}', media_type="application/json"
