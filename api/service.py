@@ -432,9 +432,10 @@ class Service:
             if self.settings.drift_enabled:
                 rewards = await self.drift.observe(rubric, rewards, samples)
             request_id = uuid.uuid4().hex
-            records = [r.model_dump_json().encode() for r in rewards]
+            texts = [r.model_dump_json() for r in rewards]  # logged as text, sent as bytes
+            records = [t.encode() for t in texts]
             envelope = orjson.dumps(make_envelope(request_id, time.perf_counter() - started))
-            rows = self._rows(samples, sent, rewards, records)
+            rows = self._rows(samples, sent, rewards, texts)
             try:
                 await self._write(
                     self.store.record_request,
@@ -497,7 +498,7 @@ class Service:
         samples: Sequence[Sample],
         sent: Sequence[Any] | None,
         rewards: Sequence[Reward],
-        records: Sequence[bytes],
+        records: Sequence[str],
     ) -> list[RewardRow]:
         keep = self.settings.store_samples == "full"
         if sent is not None and len(sent) == len(samples):
@@ -516,7 +517,7 @@ class Service:
                     group_id=sample.group_id,
                     reward=reward.reward,
                     raw_reward=reward.raw_reward,
-                    record=record.decode(),
+                    record=record,
                     sample=text.decode() if keep else None,
                     sample_sha256=hashlib.sha256(text).hexdigest(),
                     latency_s=max((c.latency_s for c in reward.components.values()), default=0.0),

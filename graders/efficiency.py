@@ -143,12 +143,17 @@ class _Term(NamedTuple):
 
 def shape_score(usage: float, budget: Budget, shape: Shape, rate: float) -> float:
     """Map one metric's usage to [0, 1] under ``shape``."""
+    return _shaped(usage, budget.limit, budget.target, shape, rate)
+
+
+def _shaped(usage: float, limit: float, target: float, shape: Shape, rate: float) -> float:
+    # The arithmetic of shape_score on plain numbers: scoring calls it per budget
+    # per sample from the config's resolved terms.
     if shape == "step":
-        return 1.0 if usage <= budget.limit else 0.0
-    if usage <= budget.target:
+        return 1.0 if usage <= limit else 0.0
+    if usage <= target:
         return 1.0
-    span = budget.limit - budget.target
-    over = (usage - budget.target) / span
+    over = (usage - target) / (limit - target)
     if shape == "linear":
         return max(0.0, 1.0 - over)
     return math.exp(-rate * over)
@@ -177,14 +182,7 @@ def score_efficiency(
         if used is None:
             missing.append(metric)
             continue
-        # shape_score inlined (same arithmetic): this runs per budget per sample.
-        if shape == "step":
-            score = 1.0 if used <= limit else 0.0
-        elif used <= target:
-            score = 1.0
-        else:
-            over = (used - target) / (limit - target)
-            score = max(0.0, 1.0 - over) if shape == "linear" else math.exp(-rate * over)
+        score = _shaped(used, limit, target, shape, rate)
         terms[metric] = {
             "usage": used,
             "limit": limit,

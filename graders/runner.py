@@ -92,6 +92,12 @@ def _stamped(job: GraderJob, result: object, started: float) -> GradeResult:
     )
 
 
+def _too_late(job: GraderJob, started: float) -> GradeResult:
+    return _failed(
+        job, FailureKind.TIMEOUT, "the request deadline passed before this grader started", started
+    )
+
+
 async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResult:
     """Grade one job; never raises except on cancellation of the caller.
 
@@ -107,12 +113,7 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
         timeout_s = min(timeout_s, deadline - time.monotonic())
     started = time.perf_counter()
     if timeout_s <= 0:
-        return _failed(
-            job,
-            FailureKind.TIMEOUT,
-            "the request deadline passed before this grader started",
-            started,
-        )
+        return _too_late(job, started)
     try:
         async with asyncio.timeout(timeout_s):
             result = await job.grader.grade(job.sample, job.config)
@@ -129,12 +130,7 @@ def run_inline(job: GraderJob, *, deadline: float | None = None) -> GradeResult:
     """Grade a job of an inline grader now, without a task or a timer (see ``Grader.inline``)."""
     started = time.perf_counter()
     if deadline is not None and deadline <= time.monotonic():
-        return _failed(
-            job,
-            FailureKind.TIMEOUT,
-            "the request deadline passed before this grader started",
-            started,
-        )
+        return _too_late(job, started)
     try:
         result = job.grader.grade_inline(job.sample, job.config)
     except Exception as e:
