@@ -11,14 +11,13 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from api.body import DOCUMENTED_BODIES
 from api.errors import ApiError, error_response
 from api.middleware import ServiceMiddleware
 from api.routes import drift, health, keys, review, rewards, rubrics
-from api.schemas import OpenRLHFRequest, RewardRequest
 from api.service import Service
 from api.settings import Settings
 from arbiter.version import __version__
@@ -75,10 +74,6 @@ def _settle_garbage_collector() -> None:
     gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
 
 
-#: Bodies parsed by ``api.body`` instead of FastAPI: their schemas are added by hand.
-HAND_PARSED_BODIES: tuple[type[BaseModel], ...] = (RewardRequest, OpenRLHFRequest)
-
-
 def _with_hand_parsed_bodies(app: FastAPI) -> None:
     """Make ``app.openapi`` also list the schemas of the bodies routes parse themselves."""
 
@@ -92,7 +87,7 @@ def _with_hand_parsed_bodies(app: FastAPI) -> None:
             routes=app.routes,
         )
         components = schema.setdefault("components", {}).setdefault("schemas", {})
-        for model in HAND_PARSED_BODIES:
+        for model in DOCUMENTED_BODIES:
             body = model.model_json_schema(ref_template="#/components/schemas/{model}")
             for name, definition in body.pop("$defs", {}).items():
                 components.setdefault(name, definition)

@@ -19,9 +19,13 @@ import orjson
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["json_body_openapi", "parse_body"]
+__all__ = ["DOCUMENTED_BODIES", "json_body_openapi", "parse_body"]
 
 M = TypeVar("M", bound=BaseModel)
+
+#: Every model a route documents with :func:`json_body_openapi`; the app's
+#: OpenAPI builder adds their schemas, since FastAPI never saw them as bodies.
+DOCUMENTED_BODIES: list[type[BaseModel]] = []
 
 
 def parse_body(raw: bytes, model: type[M]) -> tuple[M, Any]:
@@ -69,6 +73,8 @@ def json_body_openapi(model: type[BaseModel]) -> dict[str, Any]:
     The app's OpenAPI builder (``api.app``) adds the model's schema to the
     components, where this reference points.
     """
+    if model not in DOCUMENTED_BODIES:
+        DOCUMENTED_BODIES.append(model)
     return {
         "requestBody": {
             "required": True,
