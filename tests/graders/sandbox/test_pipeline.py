@@ -102,7 +102,12 @@ def test_failures_and_errors_are_per_unit_as_one_at_a_time(pool: SandboxPool) ->
 def test_a_timeout_in_the_pipeline_keeps_the_answers_before_it(pool: SandboxPool) -> None:
     tests = "def check(candidate):\n" + "".join(f"    assert slow({x}) == {x}\n" for x in range(6))
     outcomes, _ = run(pool, COUNTER, tests, timeout_s=1.0)
-    assert [o.outcome for o in outcomes] == ["passed"] * 3 + ["timeout"] * 3
+    assert [o.outcome for o in outcomes[:3]] == ["passed"] * 3
+    # The stuck call and the rest fail alike: "timeout" when the trusted side's clock
+    # fires first, "exited" when the zygote's kill at the same deadline closes the
+    # channel first (a race of two equal deadlines, as for calls one at a time).
+    rest = {o.outcome for o in outcomes[3:]}
+    assert len(outcomes) == 6 and len(rest) == 1 and rest <= {"timeout", "exited"}
 
 
 @pytest.mark.parametrize("when", ["at load", "during a call"])
