@@ -42,7 +42,7 @@ from typing import Any
 
 from graders.sandbox import _linux as kernel
 from graders.sandbox import codec
-from graders.sandbox.frames import recv_frame, recv_frame_with_fds, send_frame
+from graders.sandbox.frames import FrameReader, recv_frame, recv_frame_with_fds, send_frame
 
 _CONTROL_MAX_BYTES = 64 << 20
 _CHANNEL_FD = 3
@@ -193,9 +193,10 @@ def _serve_function(code: str) -> int:
         kept.append(value)
         return len(kept) - 1
 
+    requests = FrameReader(chan, max_bytes=_CONTROL_MAX_BYTES)
     while True:
         try:
-            request = recv_frame(chan, max_bytes=_CONTROL_MAX_BYTES)
+            request = requests.recv()
         except EOFError:
             return 0
         call_id = request["id"]

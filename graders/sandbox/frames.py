@@ -3,6 +3,10 @@
 A frame is a 4-byte big-endian length and that many bytes of JSON. The reader
 enforces the cap before reading the body, so a flood from the sandbox costs the
 trusted side nothing, and a deadline, so a silent sandbox cannot hang it.
+
+A :class:`FrameReader` reads through a buffer: one ``recv`` takes whatever has
+arrived, often several frames (the answers to calls sent ahead), and the next
+frames come out of the buffer without a system call.
 """
 
 from __future__ import annotations
@@ -16,7 +20,15 @@ from typing import Any
 
 from graders.sandbox.codec import DecodeError, dumps, loads
 
-__all__ = ["ChannelClosed", "ChannelTimeout", "FrameTooLarge", "recv_frame", "send_frame"]
+__all__ = [
+    "ChannelClosed",
+    "ChannelTimeout",
+    "FrameReader",
+    "FrameTooLarge",
+    "recv_frame",
+    "send_frame",
+    "send_frames",
+]
 
 _HEADER = struct.Struct(">I")
 
@@ -33,10 +45,19 @@ class FrameTooLarge(DecodeError):
     """A frame announced more bytes than the reader accepts."""
 
 
+def _framed(message: Any) -> bytes:
+    body = dumps(message)
+    return _HEADER.pack(len(body)) + body
+
+
+def send_frames(sock: socket.socket, messages: list[Any]) -> None:
+    """Send several JSON messages with one system call."""
+    sock.sendall(b"".join(_framed(m) for m in messages))
+
+
 def send_frame(sock: socket.socket, message: Any, fds: list[int] | None = None) -> None:
     """Send one JSON message, optionally passing file descriptors with it (SCM_RIGHTS)."""
-    body = dumps(message)
-    data = _HEADER.pack(len(body)) + body
+    data = _framed(message)
     if fds:
         sent = socket.send_fds(sock, [data], fds)
         data = data[sent:]
@@ -75,6 +96,61 @@ def recv_frame(sock: socket.socket, *, max_bytes: int, deadline: float | None = 
     if length > max_bytes:
         raise FrameTooLarge(f"a {length}-byte message exceeds the {max_bytes}-byte cap")
     return loads(_recv_exact(sock, length, deadline))
+
+
+class FrameReader:
+    """Reads frames from one stream socket through a buffer, with a size cap per frame."""
+
+    #: Bytes asked of the socket per read when no longer frame is under way.
+    CHUNK = 1 << 16
+
+    def __init__(self, sock: socket.socket, *, max_bytes: int) -> None:
+        self.sock = sock
+        self.max_bytes = max_bytes
+        self._buffer = bytearray()
+
+    @property
+    def buffered(self) -> int:
+        """Return how many bytes have arrived that no frame returned yet holds."""
+        return len(self._buffer)
+
+    def recv(self, deadline: float | None = None) -> Any:
+        """Return the next message; the errors are those of :func:`recv_frame`."""
+        buffer = self._buffer
+        while True:
+            wanted = _HEADER.size
+            if len(buffer) >= wanted:
+                (length,) = _HEADER.unpack_from(buffer)
+                if length > self.max_bytes:
+                    raise FrameTooLarge(
+                        f"a {length}-byte message exceeds the {self.max_bytes}-byte cap"
+                    )
+                wanted += length
+                if len(buffer) >= wanted:
+                    body = bytes(buffer[_HEADER.size : wanted])
+                    del buffer[:wanted]
+                    return loads(body)
+            self._fill(max(self.CHUNK, min(wanted - len(buffer), 1 << 20)), deadline)
+
+    def _fill(self, size: int, deadline: float | None) -> None:
+        try:
+            if deadline is None:
+                chunk = self.sock.recv(size)
+            else:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ChannelTimeout("no reply before the deadline")
+                try:
+                    chunk = self.sock.recv(size, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    if not select.select([self.sock], [], [], left)[0]:
+                        raise ChannelTimeout("no reply before the deadline") from None
+                    chunk = self.sock.recv(size)
+        except (ConnectionResetError, BrokenPipeError) as e:
+            raise ChannelClosed(str(e)) from None
+        if not chunk:
+            raise ChannelClosed("the other end closed the channel")
+        self._buffer += chunk
 
 
 def recv_frame_with_fds(sock: socket.socket, *, max_bytes: int) -> tuple[Any, list[int]]:

@@ -21,9 +21,10 @@ from graders.sandbox import codec
 from graders.sandbox.frames import (
     ChannelClosed,
     ChannelTimeout,
+    FrameReader,
     FrameTooLarge,
-    recv_frame,
     send_frame,
+    send_frames,
 )
 
 __all__ = [
@@ -80,6 +81,7 @@ class Channel:
         self.sock = sock
         self.deadline = deadline
         self.max_bytes = max_bytes
+        self._reader = FrameReader(sock, max_bytes=max_bytes)
         self.broken: ChannelBroken | None = None
         #: Every channel-level event (breakage, uncrossable values) in order.
         self.events: list[str] = []
@@ -108,7 +110,7 @@ class Channel:
 
     def _receive(self) -> Any:
         try:
-            return recv_frame(self.sock, max_bytes=self.max_bytes, deadline=self.deadline)
+            return self._reader.recv(self.deadline)
         except ChannelTimeout as e:
             raise self._break("timeout", str(e)) from None
         except (ChannelClosed, OSError) as e:
@@ -121,7 +123,11 @@ class Channel:
 
     def check_quiet(self) -> None:
         """Flag the channel if the child sent anything nobody asked for (forged frames)."""
-        if self.broken is None and select.select([self.sock], [], [], 0)[0]:
+        if self.broken is not None:
+            return
+        if self._reader.buffered:
+            self._break("garbled", "the run sent messages nobody asked for")
+        elif select.select([self.sock], [], [], 0)[0]:
             try:
                 unsolicited = self.sock.recv(1, socket.MSG_PEEK)
             except OSError:
@@ -188,8 +194,8 @@ class Channel:
             arguments = codec.dumps([request["args"], request["kwargs"]])
             self._ahead.append((name, arguments, request["id"], request["nonce"]))
         try:
-            for request in frames:
-                send_frame(self.sock, request)
+            if frames:
+                send_frames(self.sock, frames)
         except OSError as e:
             # The run is gone; each statement meets that as it makes its call.
             self._ahead.clear()
