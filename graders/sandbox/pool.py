@@ -111,6 +111,20 @@ DEFAULT_PRELOAD: tuple[str, ...] = (
 )
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
+#: How a zygote starts: ``graders`` and ``graders.sandbox`` are entered as bare
+#: packages, so that their ``__init__`` (pydantic, asyncio, the graders) never
+#: runs there. The zygote holds only the standard library and the sandbox's own
+#: stdlib-only modules: less memory for every fork to copy, nothing else to reach.
+_ZYGOTE_BOOT = f"""
+import sys, types
+for name, path in (("graders", {str(Path(__file__).resolve().parents[1])!r}),
+                   ("graders.sandbox", {str(Path(__file__).resolve().parent)!r})):
+    package = types.ModuleType(name)
+    package.__path__ = [path]
+    sys.modules[name] = package
+from graders.sandbox import _zygote
+_zygote.main()
+"""
 _START_TIMEOUT_S = 30.0
 #: Time the zygote may take beyond a run's own deadline to kill, sweep and report.
 _REPORT_GRACE_S = 5.0
@@ -203,14 +217,15 @@ class PoolConfig:
     """How many slots, which uids, and what the zygotes pre-import."""
 
     slots: int | None = None
-    #: Slot i runs as uid ``uid_base + i`` (when started as root): RLIMIT_NPROC
-    #: counts per uid across the host, so a fork bomb in one slot must not
-    #: starve the others.
+    #: Slot i runs as uid ``uid_base + i`` (when started as root), and its suite
+    #: zygote as ``uid_base + slots + i``: RLIMIT_NPROC counts per uid across the
+    #: host, so a fork bomb in one slot must not starve the others.
     uid_base: int = 61000
     preload: tuple[str, ...] = DEFAULT_PRELOAD
     scratch_root: str | None = None
     acquire_timeout_s: float = 60.0
-    #: Pre-import and warm up pytest in the zygotes (needed for ``pytest`` tasks).
+    #: Allow ``pytest`` tasks: each slot then starts, on its first suite, a second
+    #: zygote that has pytest imported and warmed up.
     pytest: bool = True
 
 
@@ -262,13 +277,21 @@ def _fill(slot_dir: str, files: dict[str, str]) -> None:
 
 
 class _Slot:
-    """One zygote and its control socket; used by one run at a time."""
+    """One zygote and its control socket; used by one run at a time.
 
-    def __init__(self, index: int, pool: SandboxPool) -> None:
+    A slot of kind ``function`` runs functions and scripts; one of kind
+    ``pytest`` runs test suites, and only its zygote carries pytest (started on
+    the first suite): every fork copies its parent's memory map, and a zygote
+    without pytest forks faster.
+    """
+
+    def __init__(self, index: int, pool: SandboxPool, kind: str = "function") -> None:
         self.index = index
         self.pool = pool
-        self.uid = pool.config.uid_base + index
-        self.dir = os.path.join(pool.scratch, f"slot-{index}")
+        self.kind = kind
+        suites = kind == "pytest"
+        self.uid = pool.config.uid_base + index + (pool.size if suites else 0)
+        self.dir = os.path.join(pool.scratch, f"{'suite' if suites else 'slot'}-{index}")
         self.proc: subprocess.Popen[bytes] | None = None
         self.ctrl: socket.socket | None = None
         self.layers: dict[str, str] = {}
@@ -306,7 +329,7 @@ class _Slot:
         }
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-m", "graders.sandbox._zygote", str(theirs.fileno())],
+                [sys.executable, "-s", "-c", _ZYGOTE_BOOT, str(theirs.fileno())],
                 pass_fds=[theirs.fileno()],
                 env=env,
                 cwd=self.dir,
@@ -328,7 +351,7 @@ class _Slot:
                     "scratch": self.dir,
                     "read_only": _read_only_paths(),
                     "preload": list(self.pool.config.preload),
-                    "pytest": self.pool.config.pytest,
+                    "pytest": self.kind == "pytest",
                 },
             )
             ready = recv_frame(
@@ -367,10 +390,14 @@ class _Slot:
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
-    def begin(self, request: dict[str, Any], fd: int | None) -> int:
+    def ensure(self) -> None:
+        """Start the zygote again if it died (which empties the slot's directories)."""
         if not self.alive:
             self.kill()
             self.start()
+
+    def begin(self, request: dict[str, Any], fd: int | None) -> int:
+        self.ensure()
         assert self.ctrl is not None
         self.seq += 1
         request["seq"] = self.seq
@@ -415,6 +442,12 @@ class SandboxPool:
         self.scratch = ""
         self._slots: list[_Slot] = []
         self._idle: queue.Queue[_Slot] = queue.Queue()
+        #: Suite slots, each started on its first suite (until then, its index).
+        self._suites: list[_Slot] = []
+        self._idle_suites: queue.Queue[_Slot | int] = queue.Queue()
+        #: At most ``size`` runs at once, whatever their kind.
+        self._free = threading.BoundedSemaphore(self.size)
+        self._busy = 0
         self._lock = threading.Lock()
         self._started = False
 
@@ -432,6 +465,7 @@ class SandboxPool:
                     slot.start()
                     self._slots.append(slot)
                     self._idle.put(slot)
+                    self._idle_suites.put(i)
             except BaseException:
                 self._close_slots()
                 raise
@@ -440,9 +474,10 @@ class SandboxPool:
             atexit.register(self.close)
 
     def _close_slots(self) -> None:
-        for slot in self._slots:
+        for slot in (*self._slots, *self._suites):
             slot.kill()
         self._slots.clear()
+        self._suites.clear()
         # A killed zygote may still be exiting (PDEATHSIG is asynchronous): retry.
         for _ in range(20):
             if not self.scratch or not os.path.exists(self.scratch):
@@ -455,6 +490,7 @@ class SandboxPool:
         with self._lock:
             self._close_slots()
             self._idle = queue.Queue()
+            self._idle_suites = queue.Queue()
             if self._started:
                 atexit.unregister(self.close)
             self._started = False
@@ -476,7 +512,11 @@ class SandboxPool:
         with self._lock:
             if not self._started:
                 return None
-            dead = [s.index for s in self._slots if s.proc is None or s.proc.poll() is not None]
+            dead = [
+                s.dir.rsplit(os.sep, 1)[-1]
+                for s in (*self._slots, *self._suites)
+                if s.proc is None or s.proc.poll() is not None
+            ]
         if dead:
             return f"sandbox zygote(s) {dead} exited"
         return None
@@ -485,7 +525,7 @@ class SandboxPool:
         """Fraction of slots running a job now (0.0 before the pool starts)."""
         if not self._started or not self.size:
             return 0.0
-        return (self.size - self._idle.qsize()) / self.size
+        return self._busy / self.size
 
     def missing_modules(self) -> list[str]:
         """Return preload modules that could not be imported."""
@@ -493,16 +533,28 @@ class SandboxPool:
         return list(self._slots[0].missing)
 
     @contextlib.contextmanager
-    def _slot(self) -> Iterator[_Slot]:
+    def _slot(self, kind: str = "function") -> Iterator[_Slot]:
         self.start()
+        if not self._free.acquire(timeout=self.config.acquire_timeout_s):
+            raise SandboxError("no sandbox slot became free in time")
+        with self._lock:
+            self._busy += 1
+        # With a run slot in hand, a slot of either kind is idle: there are `size` of each.
+        idle: queue.Queue[Any] = self._idle_suites if kind == "pytest" else self._idle
+        slot: _Slot | int = idle.get_nowait()
         try:
-            slot = self._idle.get(timeout=self.config.acquire_timeout_s)
-        except queue.Empty:
-            raise SandboxError("no sandbox slot became free in time") from None
-        try:
+            if isinstance(slot, int):
+                # Started here, not in start(): pools that never see a suite never pay for it.
+                slot = _Slot(slot, self, kind)
+                with self._lock:
+                    self._suites.append(slot)
+                slot.start()
             yield slot
         finally:
-            self._idle.put(slot)
+            idle.put(slot)
+            with self._lock:
+                self._busy -= 1
+            self._free.release()
 
     def run_script(self, code: str, stdin: bytes, limits: Limits) -> RunReport:
         """Run ``code`` as ``__main__`` with ``stdin``; the report carries its stdout."""
@@ -526,10 +578,11 @@ class SandboxPool:
         """
         if not self.config.pytest:
             raise SandboxError("this pool was started without pytest support")
-        with self._slot() as slot:
+        with self._slot("pytest") as slot:
             # Written here, not by the zygote: no suite ever enters a zygote's memory,
             # where later runs (forked from it) could dig it up.
             try:
+                slot.ensure()  # a restart after the files were written would wipe them
                 _fill(slot.dir, files)
             except OSError as e:
                 raise SandboxError(f"could not prepare slot {slot.index} for a suite: {e}") from e

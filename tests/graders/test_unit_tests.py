@@ -414,12 +414,53 @@ def test_a_dead_slot_is_restarted_and_never_blamed_on_the_candidate(
     grader: UnitTestsGrader,
 ) -> None:
     pool = grader.pool
+    pool.start()
     slot = pool._slots[0]
     assert slot.proc is not None
     slot.proc.kill()
     slot.proc.wait()
     # The next run finds the slot dead, restarts it, and grades normally.
     assert _grade(grader, "def square(x):\n    return x * x\n", SQUARE).score == 1.0
+
+
+def test_suites_get_their_own_zygote_and_functions_never_carry_pytest() -> None:
+    pool = SandboxPool(PoolConfig(slots=1))
+    grader = UnitTestsGrader(pool)
+    modules = TaskSpec(
+        kind="python_function",
+        tests="def check(candidate):\n    assert candidate() == []\n",
+        entry_point="heavy",
+    )
+    # The candidate lists what its process holds beyond the standard library and
+    # the sandbox's own stdlib-only modules: nothing (no pytest, pydantic, asyncio).
+    listing = (
+        "import sys\n"
+        "def heavy():\n"
+        "    own = ('graders', 'graders.sandbox', 'graders.sandbox._linux',\n"
+        "           'graders.sandbox._zygote', 'graders.sandbox.codec', 'graders.sandbox.frames')\n"
+        "    tops = {'pytest', '_pytest', 'pluggy', 'pydantic', 'asyncio', 'graders'}\n"
+        "    return sorted(m for m in sys.modules if m.split('.')[0] in tops and m not in own)\n"
+    )
+    suite = TaskSpec(
+        kind="pytest",
+        tests="from solution import add\n\ndef test_a():\n    assert add(1, 1) == 2\n",
+    )
+    try:
+        assert _grade(grader, listing, modules).score == 1.0
+        assert pool._suites == []  # no suite yet: no pytest zygote started
+        assert _grade(grader, "def add(a, b):\n    return a + b\n", suite).score == 1.0
+        (zygote,) = pool._suites
+        assert zygote.alive and zygote.uid == pool.config.uid_base + pool.size
+        # A suite zygote that dies is restarted like any other, and health tells of it.
+        assert zygote.proc is not None
+        zygote.proc.kill()
+        zygote.proc.wait()
+        assert pool.health() == "sandbox zygote(s) ['suite-0'] exited"
+        assert _grade(grader, "def add(a, b):\n    return a + b\n", suite).score == 1.0
+        assert pool.health() is None
+        assert _grade(grader, listing, modules).score == 1.0
+    finally:
+        pool.close()
 
 
 # --- layers ----------------------------------------------------------------------
