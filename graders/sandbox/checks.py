@@ -19,7 +19,7 @@ import importlib
 import sys
 import textwrap
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import CodeType, ModuleType
 from typing import Any, Literal
 
@@ -123,8 +123,8 @@ def _walk(root: ast.AST) -> list[ast.AST]:
     while stack:
         node = stack.pop()
         nodes.append(node)
-        for field in node._fields:
-            value = getattr(node, field, None)
+        for name in node._fields:
+            value = getattr(node, name, None)
             if isinstance(value, ast.AST):
                 stack.append(value)
             elif type(value) is list:
@@ -172,7 +172,44 @@ def _ahead_call(stmt: ast.stmt) -> AheadCall | None:
     return AheadCall(call.func.id, args, kwargs)
 
 
-def _compile(stmts: list[ast.stmt], source: str, *, as_units: bool) -> tuple[Statement, ...]:
+@dataclass(slots=True)
+class _Seen:
+    """What one pass over walked nodes found; passes over several trees add up."""
+
+    loaded: set[str] = field(default_factory=set)
+    bound: set[str] = field(default_factory=set)
+    asserts: list[ast.Assert] = field(default_factory=list)
+    calls: bool = False
+
+    def scan(self, nodes: list[ast.AST]) -> _Seen:
+        """Add what ``nodes`` read, bind, assert and call; return self."""
+        for node in nodes:
+            if isinstance(node, ast.Name):
+                (self.loaded if isinstance(node.ctx, ast.Load) else self.bound).add(node.id)
+            elif isinstance(node, ast.Call):
+                self.calls = True
+            elif isinstance(node, ast.Assert):
+                self.asserts.append(node)
+            elif isinstance(node, ast.arg):
+                self.bound.add(node.arg)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.bound.add(node.name)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                self.bound.update((a.asname or a.name).split(".")[0] for a in node.names)
+        return self
+
+    def add(self, other: _Seen) -> None:
+        """Merge another pass's findings into this one."""
+        self.loaded |= other.loaded
+        self.bound |= other.bound
+        self.asserts += other.asserts
+        self.calls = self.calls or other.calls
+
+
+def _compile(
+    stmts: list[ast.stmt], source: str, seen: _Seen, *, as_units: bool
+) -> tuple[Statement, ...]:
+    """Compile each statement on its own; add what each reads and binds to ``seen``."""
     out: list[Statement] = []
     # Whole lines, not ast.get_source_segment: that re-splits the source per call.
     lines = source.splitlines()
@@ -181,46 +218,31 @@ def _compile(stmts: list[ast.stmt], source: str, *, as_units: bool) -> tuple[Sta
         text = textwrap.dedent("\n".join(lines[stmt.lineno - 1 : end])) or ast.unparse(stmt)
         module = ast.Module(body=[stmt], type_ignores=[])
         code = compile(module, "<tests>", "exec")
-        nodes = _walk(stmt)
+        own = _Seen().scan(_walk(stmt))
+        seen.add(own)
         out.append(
             Statement(
                 stmt.lineno,
                 text[:300],
                 code,
-                as_units and any(isinstance(n, ast.Assert) for n in nodes),
-                calls=any(isinstance(n, ast.Call) for n in nodes),
-                binds=frozenset(_names(nodes)[1]),
+                as_units and bool(own.asserts),
+                calls=own.calls,
+                binds=frozenset(own.bound),
                 ahead=_ahead_call(stmt),
             )
         )
     return tuple(out)
 
 
-def _names(tree: ast.AST | list[ast.AST]) -> tuple[set[str], set[str]]:
-    """Return the names a tree (or the nodes of one, walked) reads and binds."""
-    loaded: set[str] = set()
-    bound: set[str] = set()
-    for node in tree if isinstance(tree, list) else _walk(tree):
-        if isinstance(node, ast.Name):
-            (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.Import | ast.ImportFrom):
-            bound.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return loaded, bound
-
-
-def _tested(tree: ast.AST) -> set[str]:
+def _tested(asserts: list[ast.Assert]) -> set[str]:
     """Names called on plain data on either side of an assert's comparison.
 
     ``assert sum(10, 15) == 6`` tests ``sum``; in ``assert set(f(x)) == {1}``
     the call wraps another call, so ``set`` is the test's helper, not its subject.
     """
     out: set[str] = set()
-    for node in _walk(tree):
-        if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare):
+    for node in asserts:
+        if isinstance(node.test, ast.Compare):
             for side in (node.test.left, *node.test.comparators):
                 if not (isinstance(side, ast.Call) and isinstance(side.func, ast.Name)):
                     continue
@@ -266,37 +288,54 @@ def _plan(tests: str | list[str], setup_code: str | None) -> CheckPlan:
         setup_tree = ast.parse(setup)
     except SyntaxError as e:
         raise CheckPlanError(f"the tests do not parse: {e}") from e
-    loaded, bound = _names(tree)
-    setup_loaded, setup_bound = _names(setup_tree)
-    # Builtin names stay builtins unless they are what an assert tests (MBPP's
-    # ``sum`` task): a candidate must not redefine ``set`` or ``sorted`` to
-    # bend the test's own comparisons.
-    free = (loaded | setup_loaded) - bound - setup_bound - (set(dir(builtins)) - _tested(tree))
-    prelude = list(_compile(setup_tree.body, setup, as_units=False))
+    # Every statement is walked once, when it is compiled; what the walks find
+    # adds up to what the whole tests read and bind.
+    seen, setup_seen = _Seen(), _Seen()
+    prelude = list(_compile(setup_tree.body, setup, setup_seen, as_units=False))
     check = next(
         (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None
     )
+    param = None
     if check is None:
-        statements = _compile(tree.body, source, as_units=True)
-        return CheckPlan(tuple(prelude), statements, None, frozenset(free))
-    others = [s for s in tree.body if s is not check and not _is_check_call(s)]
-    prelude += _compile(others, source, as_units=False)
-    param = check.args.args[0].arg if check.args.args else None
-    body = [
-        s
-        for s in check.body
-        if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))  # docstring
-    ]
-    try:
-        statements = _compile(body, source, as_units=True)
-    except SyntaxError:
-        # e.g. a ``return`` inside check: run check whole, as one unit.
-        whole = ast.parse(f"check({param})" if param else "check()").body
-        prelude += _compile([check], source, as_units=False)
-        statements = _compile(whole, f"check({param})", as_units=True)
-        statements = (Statement(check.lineno, "check(...) (run whole)", statements[0].code, True),)
+        statements = _compile(tree.body, source, seen, as_units=True)
+    else:
+        others = [s for s in tree.body if s is not check and not _is_check_call(s)]
+        prelude += _compile(others, source, seen, as_units=False)
+        header: list[ast.AST] = [check, *check.decorator_list, check.args]
+        header += [s for s in tree.body if _is_check_call(s)]
+        header += [check.returns] if check.returns is not None else []
+        for node in header:
+            seen.scan(_walk(node) if node is not check else [node])
+        param = check.args.args[0].arg if check.args.args else None
+        body = [
+            s
+            for s in check.body
+            if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))  # docstring
+        ]
+        try:
+            statements = _compile(body, source, seen, as_units=True)
+        except SyntaxError:
+            # e.g. a ``return`` inside check: run check whole, as one unit.
+            whole = ast.parse(f"check({param})" if param else "check()").body
+            prelude += _compile([check], source, seen, as_units=False)
+            statements = _compile(whole, f"check({param})", _Seen(), as_units=True)
+            statements = (
+                Statement(check.lineno, "check(...) (run whole)", statements[0].code, True),
+            )
+    # Builtin names stay builtins unless they are what an assert tests (MBPP's
+    # ``sum`` task): a candidate must not redefine ``set`` or ``sorted`` to
+    # bend the test's own comparisons.
+    free = (
+        (seen.loaded | setup_seen.loaded)
+        - seen.bound
+        - setup_seen.bound
+        - (_BUILTIN_NAMES - _tested(seen.asserts))
+    )
     free.discard(param or "")
     return CheckPlan(tuple(prelude), statements, param, frozenset(free))
+
+
+_BUILTIN_NAMES = frozenset(dir(builtins))
 
 
 def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Channel) -> UnitOutcome:
