@@ -14,7 +14,6 @@ host (libseccomp) exactly where the rest of the sandbox works.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import platform
 import struct
@@ -63,7 +62,9 @@ _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_SECCOMP = 22
 _SECCOMP_MODE_FILTER = 2
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+# The process's own symbols (libc among them): ctypes.util.find_library would
+# import subprocess, hence threading, into the zygote (see _zygote's lazy modules).
+_libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _libc.prctl.restype = ctypes.c_int
 _libc.prctl.argtypes = [

@@ -5,7 +5,8 @@ with an empty environment, it never sees a task's tests or any secret of the
 trusted process: it gets only candidate code and limits. Start-up, in order:
 
 1. pre-import the modules candidates may use (after the uid drop the
-   interpreter's files may be unreadable);
+   interpreter's files may be unreadable), and read the compiled code of the
+   lazy ones, which only a run that imports them executes;
 2. unshare PID/NET/IPC/UTS namespaces (plus a user namespace when not root) and
    fork, so that the zygote proper is PID 1 of its PID namespace: the kernel
    drops signals from inside the namespace that PID 1 has no handler for, and
@@ -27,6 +28,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import importlib
+import importlib.machinery
+import importlib.util
 import math
 import os
 import resource
@@ -423,6 +426,50 @@ def _run(
     )
 
 
+class _LazyModules:
+    """A meta path finder for modules whose compiled code was read before confinement.
+
+    The code runs only in a child that imports the module: the zygote itself,
+    forked for every run, never executes it (see ``pool.DEFAULT_LAZY``).
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        self.code: dict[str, tuple[types.CodeType, str | None]] = {}
+        self.missing: list[str] = []
+        for name in names:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            code = None
+            # Plain modules only: a package would need its submodules served too.
+            if spec is not None and spec.submodule_search_locations is None:
+                get_code = getattr(spec.loader, "get_code", None)
+                with contextlib.suppress(ImportError, OSError, SyntaxError, TypeError):
+                    code = get_code(name) if get_code is not None else None
+            if spec is None or code is None:
+                self.missing.append(name)
+            else:
+                self.code[name] = (code, spec.origin)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        """Return a spec for a lazy module not imported yet, else None."""
+        if name not in self.code:
+            return None
+        loader: Any = self  # a loader by duck typing: importlib.abc would import more
+        spec = importlib.machinery.ModuleSpec(name, loader, origin=self.code[name][1])
+        spec.has_location = spec.origin is not None
+        return spec
+
+    def create_module(self, spec: Any) -> None:
+        """Let the import system create the module object."""
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Run the module's code in its namespace."""
+        exec(self.code[module.__name__][0], module.__dict__)
+
+
 def main() -> None:
     """Start the zygote on the control socket whose fd is ``sys.argv[1]``."""
     kernel.set_pdeathsig(signal.SIGKILL)
@@ -434,6 +481,9 @@ def main() -> None:
             importlib.import_module(name)
         except ImportError:
             missing.append(name)
+    lazy = _LazyModules([n for n in config["lazy"] if n not in sys.modules])
+    missing += lazy.missing
+    sys.meta_path.insert(0, lazy)
     if config["pytest"]:
         from graders.sandbox import _pytest_runner
 

@@ -432,13 +432,15 @@ def test_suites_get_their_own_zygote_and_functions_never_carry_pytest() -> None:
         entry_point="heavy",
     )
     # The candidate lists what its process holds beyond the standard library and
-    # the sandbox's own stdlib-only modules: nothing (no pytest, pydantic, asyncio).
+    # the sandbox's own stdlib-only modules: nothing (no pytest, pydantic, asyncio),
+    # and not threading either (imported only by a run that asks for it).
     listing = (
         "import sys\n"
         "def heavy():\n"
         "    own = ('graders', 'graders.sandbox', 'graders.sandbox._linux',\n"
         "           'graders.sandbox._zygote', 'graders.sandbox.codec', 'graders.sandbox.frames')\n"
-        "    tops = {'pytest', '_pytest', 'pluggy', 'pydantic', 'asyncio', 'graders'}\n"
+        "    tops = {'pytest', '_pytest', 'pluggy', 'pydantic', 'asyncio', 'graders',\n"
+        "            'threading', 'queue', 'subprocess'}\n"
         "    return sorted(m for m in sys.modules if m.split('.')[0] in tops and m not in own)\n"
     )
     suite = TaskSpec(
@@ -461,6 +463,28 @@ def test_suites_get_their_own_zygote_and_functions_never_carry_pytest() -> None:
         assert _grade(grader, listing, modules).score == 1.0
     finally:
         pool.close()
+
+
+def test_lazy_modules_are_imported_by_the_run_that_asks(grader: UnitTestsGrader) -> None:
+    task = TaskSpec(
+        kind="python_function",
+        tests="def check(candidate):\n    assert candidate(5) == [0, 1, 4, 9, 16]\n",
+        entry_point="squares",
+    )
+    threaded = (
+        "import queue\n"
+        "import threading\n\n"
+        "def squares(n):\n"
+        "    out = queue.Queue()\n"
+        "    workers = [threading.Thread(target=lambda i=i: out.put(i * i)) for i in range(n)]\n"
+        "    for w in workers:\n"
+        "        w.start()\n"
+        "    for w in workers:\n"
+        "        w.join()\n"
+        "    return sorted(out.get() for _ in range(n))\n"
+    )
+    assert grader.pool.missing_modules() == []
+    assert _grade(grader, threaded, task).score == 1.0
 
 
 # --- layers ----------------------------------------------------------------------
