@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from store.db import DuplicateRequestError, RewardRow, Store
+from store.db import _ROWS_PER_INSERT, DuplicateRequestError, RewardRow, Store
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -63,6 +63,20 @@ def test_requests_and_their_rewards_round_trip_in_order(store: Store):
     assert store.count_rewards() == 4
     logged = store.reward_records(rubric_sha256="a" * 64, sample_ids=["s1", "s3"])
     assert [r["sample_id"] for r in logged] == ["s1", "s3"]
+
+
+def test_a_request_larger_than_one_insert_statement_keeps_every_row_in_order(store: Store):
+    # SQLite takes the rows in multi-row statements of at most _ROWS_PER_INSERT.
+    n = 2 * _ROWS_PER_INSERT + 3
+    record(store, "req1", "k1", n=n)
+    stored = store.find_request("c1", "k1")
+    assert stored is not None
+    assert stored.records == [f'{{"id": "s{i}"}}' for i in range(n)]
+    logged = store.reward_records(rubric_sha256="a" * 64, sample_ids=["s0", f"s{n - 1}"])
+    assert [(r["sample_id"], r["position"]) for r in logged] == [("s0", 0), (f"s{n - 1}", n - 1)]
+    with store.engine.connect() as conn:
+        values = conn.exec_driver_sql("SELECT reward FROM rewards ORDER BY position").all()
+    assert [v for (v,) in values] == [None] + [pytest.approx(i / 10) for i in range(1, n)]
 
 
 def test_same_idempotency_key_twice_is_refused_and_writes_nothing(store: Store):
