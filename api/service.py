@@ -510,17 +510,20 @@ class Service:
         for position, (sample, text, reward, record) in enumerate(
             zip(samples, texts, rewards, records, strict=True)
         ):
+            latency = 0.0
+            for component in reward.components.values():
+                latency = max(latency, component.latency_s)
             rows.append(
                 RewardRow(
-                    position=position,
-                    sample_id=sample.id,
-                    group_id=sample.group_id,
-                    reward=reward.reward,
-                    raw_reward=reward.raw_reward,
-                    record=record,
-                    sample=text.decode() if keep else None,
-                    sample_sha256=hashlib.sha256(text).hexdigest(),
-                    latency_s=max((c.latency_s for c in reward.components.values()), default=0.0),
+                    position,
+                    sample.id,
+                    sample.group_id,
+                    reward.reward,
+                    reward.raw_reward,
+                    record,
+                    text.decode() if keep else None,
+                    hashlib.sha256(text).hexdigest(),
+                    latency,
                 )
             )
         return rows

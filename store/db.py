@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from alembic import command
 from alembic.config import Config
@@ -69,9 +69,8 @@ class ApiKey:
     revoked_at: float | None
 
 
-@dataclass(frozen=True, slots=True)
-class RewardRow:
-    """One reward to log."""
+class RewardRow(NamedTuple):
+    """One reward to log (a tuple: the service builds one per sample, 256 a request)."""
 
     position: int
     sample_id: str
