@@ -49,6 +49,10 @@ from graders.sandbox.frames import FrameReader, recv_frame, recv_frame_with_fds,
 
 _CONTROL_MAX_BYTES = 64 << 20
 _CHANNEL_FD = 3
+#: Each run's directory, under the slot's runs/: made empty for every run.
+_RUN_DIR = "run"
+#: The zygote's pid in its own namespace, set once it has entered it.
+_ZYGOTE_PID = 0
 
 
 def _try(layers: dict[str, str], name: str, action: Any) -> bool:
@@ -243,13 +247,19 @@ def _child(
     fds: tuple[int, int, int, int],
     ruleset: kernel.LandlockRuleset | None,
 ) -> None:
-    """Become the confined run; never returns."""
+    """Become the confined run; never returns.
+
+    What is the same for every run is set once in the zygote and inherited:
+    SIGINT and SIGXFSZ at their defaults, TMPDIR (the run directory's path does
+    not change). Each line here costs the run its own page faults.
+    """
     status = 70
     try:
         os.setsid()
-        kernel.set_pdeathsig(signal.SIGKILL)
-        for sig in (signal.SIGINT, signal.SIGXFSZ):
-            signal.signal(sig, signal.SIG_DFL)
+        if not _is_init():
+            # A zygote that is PID 1 takes its runs with it when it dies (the
+            # kernel kills a PID namespace with its init); otherwise they ask to.
+            kernel.set_pdeathsig(signal.SIGKILL)
         if ruleset is not None:
             ruleset.restrict_self()
         stdin_fd, out_fd, err_fd, chan_fd = fds
@@ -263,11 +273,9 @@ def _child(
         else:
             os.closerange(_CHANNEL_FD, 1 << 16)
         os.chdir(cwd)
-        # Temporary files belong to this run's writable directory (and die with it).
-        os.environ["TMPDIR"] = cwd
-        tempfile = sys.modules.get("tempfile")
-        if tempfile is not None:
-            tempfile.tempdir = cwd  # type: ignore[attr-defined]
+        if request["mode"] == "pytest":
+            # A suite may write only in work/, so its temporary files go there.
+            _set_tempdir(cwd)
         _set_limits(request["limits"])
         if request["mode"] == "function":
             status = _serve_function(request["code"])
@@ -286,6 +294,19 @@ def _child(
         with contextlib.suppress(BaseException):
             stream.flush()
     os._exit(status & 0xFF)
+
+
+def _is_init() -> bool:
+    """Whether the zygote is PID 1 of its own PID namespace (asked in the zygote or a run)."""
+    return _ZYGOTE_PID == 1
+
+
+def _set_tempdir(path: str) -> None:
+    """Point TMPDIR and ``tempfile`` at ``path``: temporary files die with the run."""
+    os.environ["TMPDIR"] = path
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = path  # type: ignore[attr-defined]
 
 
 def _wipe(path: str) -> None:
@@ -310,7 +331,7 @@ def _read_head(fd: int, cap: int) -> tuple[bytes, int]:
 
 def _sweep() -> int:
     """Kill and reap every process left in the namespace; return how many there were."""
-    if os.getpid() != 1:
+    if not _is_init():
         # Without our own PID namespace kill(-1) would reach the whole uid's processes.
         return 0
     swept = 0
@@ -329,14 +350,13 @@ def _run(
     request: dict[str, Any],
     fds: list[int],
     slot: str,
-    seq: int,
     per_run: dict[str, kernel.LandlockRuleset],
 ) -> None:
     runs = os.path.join(slot, "runs")
     for entry in os.listdir(runs):
         # Nothing a previous run left (in TMPDIR, say) may reach this one.
         _wipe(os.path.join(runs, entry))
-    item_dir = os.path.join(runs, f"run-{seq}")
+    item_dir = os.path.join(runs, _RUN_DIR)
     os.mkdir(item_dir, 0o700)
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     out_fd = os.open(os.path.join(item_dir, ".stdout"), flags, 0o600)
@@ -488,16 +508,22 @@ def main() -> None:
         from graders.sandbox import _pytest_runner
 
         _pytest_runner.warm_up(os.path.join(config["scratch"], "tests"))
+    global _ZYGOTE_PID
     layers: dict[str, str] = {}
     _enter_namespaces(layers)
+    _ZYGOTE_PID = os.getpid()
     # As PID 1 only signals with a handler get through from inside the namespace:
-    # keep SIGINT's default so a run cannot interrupt the zygote.
+    # keep SIGINT's default so a run cannot interrupt the zygote. SIGXFSZ back to
+    # its default (Python ignores it) so a run over its file-size limit is killed;
+    # the zygote itself has no such limit.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    # Every function or script run works in the same directory path.
+    _set_tempdir(os.path.join(config["scratch"], "runs", _RUN_DIR))
     per_run = _confine(config, layers)
     gc.collect()
     gc.freeze()
     send_frame(ctrl, {"op": "ready", "layers": layers, "missing": missing, "pid": os.getpid()})
-    seq = 0
     while True:
         try:
             request, fds = recv_frame_with_fds(ctrl, max_bytes=_CONTROL_MAX_BYTES)
@@ -505,8 +531,7 @@ def main() -> None:
             break
         op = request.get("op")
         if op == "run":
-            seq += 1
-            _run(ctrl, request, fds, config["scratch"], seq, per_run)
+            _run(ctrl, request, fds, config["scratch"], per_run)
         else:
             # A late "end" for a run that had already exited.
             for fd in fds:

@@ -487,6 +487,36 @@ def test_lazy_modules_are_imported_by_the_run_that_asks(grader: UnitTestsGrader)
     assert _grade(grader, threaded, task).score == 1.0
 
 
+def test_temporary_files_go_to_the_runs_own_directory(grader: UnitTestsGrader) -> None:
+    task = TaskSpec(
+        kind="python_function",
+        tests="def check(candidate):\n    assert candidate() == ['run', 'run', 'hi']\n",
+        entry_point="scratch",
+    )
+    code = (
+        "import os, tempfile\n\n"
+        "def scratch():\n"
+        "    with tempfile.NamedTemporaryFile('w+', delete=False) as f:\n"
+        "        f.write('hi')\n"
+        "    here = os.path.basename(os.path.dirname(f.name))\n"
+        "    return [here, os.path.basename(os.getcwd()), open(f.name).read()]\n"
+    )
+    assert _grade(grader, code, task).score == 1.0
+    # A suite writes only in work/: its temporary files go there.
+    suite = TaskSpec(
+        kind="pytest",
+        tests=(
+            "import os, tempfile\n\n"
+            "def test_tmp():\n"
+            "    with tempfile.TemporaryFile() as f:\n"
+            "        f.write(b'x')\n"
+            "    assert os.path.basename(tempfile.gettempdir()) == 'work'\n"
+            "    assert os.environ['TMPDIR'] == tempfile.gettempdir()\n"
+        ),
+    )
+    assert _grade(grader, "x = 1\n", suite).score == 1.0
+
+
 # --- layers ----------------------------------------------------------------------
 
 
