@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import os
 import queue
 import shutil
@@ -35,6 +36,7 @@ from graders.sandbox.frames import ChannelClosed, ChannelTimeout, recv_frame, se
 __all__ = [
     "DEFAULT_LAZY",
     "DEFAULT_PRELOAD",
+    "DEFAULT_UID_BASE",
     "FunctionRun",
     "Limits",
     "PoolConfig",
@@ -117,6 +119,15 @@ DEFAULT_PRELOAD: tuple[str, ...] = (
 #: had imported it would pay for that handler (measured: a quarter of a
 #: millisecond per run here).
 DEFAULT_LAZY: tuple[str, ...] = ("threading", "queue")
+
+#: Where automatically placed uid ranges start.
+DEFAULT_UID_BASE = 61000
+#: How far above DEFAULT_UID_BASE a free range is looked for.
+_UID_SEARCH = 1 << 16
+#: One lock file per sandbox uid, shared by every pool on the host.
+_UID_LOCKS = os.path.join(
+    "/run/lock" if os.path.isdir("/run/lock") else tempfile.gettempdir(), "arbiter-sandbox-uids"
+)
 
 _PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
 #: How a zygote starts: ``graders`` and ``graders.sandbox`` are entered as bare
@@ -227,8 +238,11 @@ class PoolConfig:
     slots: int | None = None
     #: Slot i runs as uid ``uid_base + i`` (when started as root), and its suite
     #: zygote as ``uid_base + slots + i``: RLIMIT_NPROC counts per uid across the
-    #: host, so a fork bomb in one slot must not starve the others.
-    uid_base: int = 61000
+    #: host, so a fork bomb in one slot must not starve the others. ``None``:
+    #: the first range from DEFAULT_UID_BASE up that no other pool on this host
+    #: holds (see :class:`_UidRange`); a number: exactly that range, which must
+    #: be free.
+    uid_base: int | None = None
     preload: tuple[str, ...] = DEFAULT_PRELOAD
     lazy: tuple[str, ...] = DEFAULT_LAZY
     scratch_root: str | None = None
@@ -285,6 +299,60 @@ def _fill(slot_dir: str, files: dict[str, str]) -> None:
             os.close(fd)
 
 
+class _UidRange:
+    """The sandbox uids one pool holds, so that no other pool on the host runs as them.
+
+    Two pools on one host (two replicas of the service, a test run beside a
+    service) would otherwise share uids, and with them RLIMIT_NPROC: a fork bomb
+    in one could keep the other's runs from starting. Each uid has a lock file;
+    a pool holds an ``flock`` on each of its uids for as long as it is open
+    (the kernel drops it when the process dies). Only a root pool drops to
+    these uids, so only a root pool takes them.
+    """
+
+    def __init__(self) -> None:
+        self.base = DEFAULT_UID_BASE
+        self._held: list[int] = []
+
+    def take(self, wanted: int | None, count: int) -> int:
+        """Hold ``count`` uids from ``wanted`` (or the first free range); return the base."""
+        if os.getuid() != 0:
+            self.base = DEFAULT_UID_BASE if wanted is None else wanted
+            return self.base
+        os.makedirs(_UID_LOCKS, mode=0o755, exist_ok=True)
+        bases = (
+            [wanted]
+            if wanted is not None
+            else range(DEFAULT_UID_BASE, DEFAULT_UID_BASE + _UID_SEARCH, count)
+        )
+        for base in bases:
+            if self._hold(base, count):
+                self.base = base
+                return base
+        if wanted is not None:
+            last = wanted + count - 1
+            raise SandboxError(f"sandbox uids {wanted}-{last} are held by another pool")
+        raise SandboxError("no free range of sandbox uids on this host")
+
+    def _hold(self, base: int, count: int) -> bool:
+        for uid in range(base, base + count):
+            fd = os.open(os.path.join(_UID_LOCKS, str(uid)), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                self.release()
+                return False
+            self._held.append(fd)
+        return True
+
+    def release(self) -> None:
+        """Let other pools have the uids again."""
+        for fd in self._held:
+            os.close(fd)
+        self._held.clear()
+
+
 class _Slot:
     """One zygote and its control socket; used by one run at a time.
 
@@ -299,7 +367,7 @@ class _Slot:
         self.pool = pool
         self.kind = kind
         suites = kind == "pytest"
-        self.uid = pool.config.uid_base + index + (pool.size if suites else 0)
+        self.uid = pool.uids.base + index + (pool.size if suites else 0)
         self.dir = os.path.join(pool.scratch, f"{'suite' if suites else 'slot'}-{index}")
         self.proc: subprocess.Popen[bytes] | None = None
         self.ctrl: socket.socket | None = None
@@ -460,12 +528,15 @@ class SandboxPool:
         self._busy = 0
         self._lock = threading.Lock()
         self._started = False
+        #: The uids this pool's slots and suite zygotes run as (held while started).
+        self.uids = _UidRange()
 
     def start(self) -> None:
         """Start every slot (idempotent)."""
         with self._lock:
             if self._started:
                 return
+            self.uids.take(self.config.uid_base, 2 * self.size)
             self.scratch = tempfile.mkdtemp(prefix="arbiter-sandbox-", dir=self.config.scratch_root)
             # Slots run as other uids: they must reach their own directories.
             os.chmod(self.scratch, 0o711)
@@ -478,6 +549,7 @@ class SandboxPool:
                     self._idle_suites.put(i)
             except BaseException:
                 self._close_slots()
+                self.uids.release()
                 raise
             self._started = True
             # Zygotes die with this process anyway (PDEATHSIG); this also removes scratch.
@@ -499,6 +571,7 @@ class SandboxPool:
         """Kill every zygote (and so every run) and remove the scratch directories."""
         with self._lock:
             self._close_slots()
+            self.uids.release()
             self._idle = queue.Queue()
             self._idle_suites = queue.Queue()
             if self._started:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,6 +17,7 @@ from graders.sandbox import (
     CheckPlanError,
     MissingLayersError,
     PoolConfig,
+    SandboxError,
     SandboxPool,
     check_layers,
     codec,
@@ -452,7 +454,7 @@ def test_suites_get_their_own_zygote_and_functions_never_carry_pytest() -> None:
         assert pool._suites == []  # no suite yet: no pytest zygote started
         assert _grade(grader, "def add(a, b):\n    return a + b\n", suite).score == 1.0
         (zygote,) = pool._suites
-        assert zygote.alive and zygote.uid == pool.config.uid_base + pool.size
+        assert zygote.alive and zygote.uid == pool.uids.base + pool.size
         # A suite zygote that dies is restarted like any other, and health tells of it.
         assert zygote.proc is not None
         zygote.proc.kill()
@@ -463,6 +465,29 @@ def test_suites_get_their_own_zygote_and_functions_never_carry_pytest() -> None:
         assert _grade(grader, listing, modules).score == 1.0
     finally:
         pool.close()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only a root pool drops to sandbox uids")
+def test_pools_on_one_host_never_share_sandbox_uids(grader: UnitTestsGrader) -> None:
+    grader.pool.start()
+    first = grader.pool.uids.base
+    second = SandboxPool(PoolConfig(slots=1))
+    try:
+        second.start()
+        # Another pool (a second service on the host, say) gets other uids...
+        mine = set(range(first, first + 2 * grader.pool.size))
+        assert mine.isdisjoint(range(second.uids.base, second.uids.base + 2))
+        # ...and a pool told to use uids another pool holds refuses to start.
+        taken = SandboxPool(PoolConfig(slots=1, uid_base=first))
+        with pytest.raises(SandboxError, match="held by another pool"):
+            taken.start()
+        assert _grade(UnitTestsGrader(second), "def square(x):\n    return x * x\n", SQUARE).score
+    finally:
+        second.close()
+    # Closed, its uids are free again.
+    again = SandboxPool(PoolConfig(slots=1, uid_base=second.uids.base))
+    again.start()
+    again.close()
 
 
 def test_lazy_modules_are_imported_by_the_run_that_asks(grader: UnitTestsGrader) -> None:

@@ -89,7 +89,7 @@ def sandbox_processes(pool: SandboxPool) -> list[int]:
     test's, a running service's) uses the same uids and is not a stray of ours.
     """
     # Function slots and suite zygotes (uid_base + size + i) alike.
-    uids = {str(pool.config.uid_base + i) for i in range(2 * pool.size)}
+    uids = {str(pool.uids.base + i) for i in range(2 * pool.size)}
     owner: dict[int, str] = {}
     parent: dict[int, int] = {}
     for entry in os.listdir("/proc"):
