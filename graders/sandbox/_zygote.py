@@ -324,6 +324,17 @@ def _wipe(path: str) -> None:
             os.unlink(path)
 
 
+def _remove_run_dir(path: str) -> None:
+    """Remove a run's directory: the files the zygote made, then whatever the run left."""
+    for name in (".stdout", ".stderr", ".stdin", ".report"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(path, name))
+    try:
+        os.rmdir(path)  # the common case: the run wrote nothing of its own here
+    except OSError:
+        _wipe(path)
+
+
 def _read_head(fd: int, cap: int) -> tuple[bytes, int]:
     size = os.fstat(fd).st_size
     return os.pread(fd, min(size, cap), 0), size
@@ -424,7 +435,7 @@ def _run(
         os.close(report_fd)
     os.close(out_fd)
     os.close(err_fd)
-    _wipe(item_dir)
+    _remove_run_dir(item_dir)
     send_frame(
         ctrl,
         {

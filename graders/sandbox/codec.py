@@ -39,6 +39,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import json.encoder
 import math
 from collections.abc import Callable
 from typing import Any
@@ -196,6 +197,8 @@ def decode(data: Any, depth: int = 0, refs: Callable[[int], Any] | None = None) 
 
 def dumps(message: Any) -> bytes:
     """Serialize an already-encoded message (NaN is never emitted: it is tagged)."""
+    if _C_ENCODE is not None:
+        return "".join(_C_ENCODE(message, 0)).encode()
     return _ENCODER.encode(message).encode()
 
 
@@ -208,6 +211,30 @@ def _no_constant(name: str) -> Any:
 # work on the small messages of a candidate call.
 _ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def _unserializable(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+# The C encoder that JSONEncoder.encode builds anew on every call, built once:
+# same arguments as _ENCODER's (no circular check: encoded messages are trees).
+_make_c_encoder = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODE = (
+    None
+    if _make_c_encoder is None
+    else _make_c_encoder(
+        None,
+        _unserializable,
+        json.encoder.encode_basestring_ascii,
+        None,
+        ":",
+        ",",
+        False,
+        False,
+        False,
+    )
+)
 
 
 def loads(raw: bytes) -> Any:

@@ -101,6 +101,26 @@ def test_write_into_slot_scratch_does_not_outlive_the_run(grader: UnitTestsGrade
         assert not_a_pass(grade(grader, probe, RETURNS_TRUE))
 
 
+def test_files_left_in_the_run_directory_do_not_reach_the_next_run(
+    grader: UnitTestsGrader,
+) -> None:
+    # Every run of a slot works in a directory of the same path: it is emptied.
+    plant = (
+        "import os\n"
+        "def f():\n"
+        "    os.makedirs('deep/er', exist_ok=True)\n"
+        "    open('deep/er/note', 'w').write('1')\n"
+        "    open('note', 'w').write('1')\n"
+        "    os.chmod('deep', 0o500)\n"
+        "    return True\n"
+    )
+    for _ in range(4):
+        grade(grader, plant, RETURNS_TRUE)
+    probe = "import os\ndef f():\n    return os.path.exists('note') or os.path.exists('deep')\n"
+    for _ in range(4):
+        assert not_a_pass(grade(grader, probe, RETURNS_TRUE))
+
+
 # --- network ---------------------------------------------------------------------
 
 
