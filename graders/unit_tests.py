@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import math
 import re
 import secrets
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
@@ -53,6 +55,7 @@ from graders.sandbox import (
     require_layers,
     run_plan,
 )
+from graders.sandbox.pool import REPORT_GRACE_S
 from graders.sandbox.suites import cross_check, expected_test_ids, tampering_signals
 from graders.types import (
     FailureKind,
@@ -244,9 +247,18 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
     )
     default_timeout_s: ClassVar[float] = 120.0
 
+    #: A grading still running this long past its runs' deadlines is stuck on the
+    #: trusted side: a task's tests computing without end on what the candidate
+    #: returned (``sum(range(candidate()))``), which no sandbox limit reaches.
+    #: A thread cannot be killed; readiness says so instead of staying silent.
+    stuck_after_s: ClassVar[float] = 60.0
+
     def __init__(self, pool: SandboxPool | None = None) -> None:
         self._pool = pool
         self._pool_lock = threading.Lock()
+        #: Gradings in flight: key -> (when their runs' deadlines have passed, sample id).
+        self._in_flight: dict[int, tuple[float, str]] = {}
+        self._keys = itertools.count()
 
     @property
     def pool(self) -> SandboxPool:
@@ -257,9 +269,19 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             return self._pool
 
     async def readiness(self) -> str | None:
-        """Report a sandbox pool whose zygotes died (a pool not started yet is fine)."""
+        """Report a sandbox pool whose zygotes died, or gradings stuck on the trusted side."""
         with self._pool_lock:
             pool = self._pool
+            now = time.monotonic()
+            late = [(now - due, sid) for due, sid in self._in_flight.values()]
+        stuck = [(s, sid) for s, sid in late if s > self.stuck_after_s]
+        if stuck:
+            seconds, sample = max(stuck)
+            return (
+                f"{len(stuck)} unit-test grading(s) still running past their deadline (the "
+                f"longest by {seconds:.0f} s, sample {sample!r}): a task's tests compute "
+                "without end on the trusted side"
+            )
         return pool.health() if pool is not None else None
 
     def close(self) -> None:
@@ -274,6 +296,21 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
 
     def grade_sync(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Grade one sample, blocking; never raises for a bad response or task."""
+        key = next(self._keys)
+        # Every run the grading may make (one per stdin/stdout case), each with its
+        # report's grace, twice (a sandbox fault is retried once).
+        task = sample.task
+        runs = len(task.tests) if task is not None and task.kind == "stdin_stdout" else 1
+        due = time.monotonic() + 2 * max(runs, 1) * (config.timeout_s + REPORT_GRACE_S)
+        with self._pool_lock:
+            self._in_flight[key] = (due, sample.id)
+        try:
+            return self._grade(sample, config)
+        finally:
+            with self._pool_lock:
+                del self._in_flight[key]
+
+    def _grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         task = sample.task
         if task is None:
             return self.failed(FailureKind.MISSING_INPUT, "the sample has no task to test against")

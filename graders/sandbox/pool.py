@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_LAZY",
     "DEFAULT_PRELOAD",
     "DEFAULT_UID_BASE",
+    "REPORT_GRACE_S",
     "FunctionRun",
     "Limits",
     "PoolConfig",
@@ -146,7 +147,7 @@ _zygote.main()
 """
 _START_TIMEOUT_S = 30.0
 #: Time the zygote may take beyond a run's own deadline to kill, sweep and report.
-_REPORT_GRACE_S = 5.0
+REPORT_GRACE_S = 5.0
 _CONTROL_MAX_BYTES = 64 << 20
 #: Per slot: run directories (zygote), the suite's tests (read-only to runs), its work dir.
 _SLOT_DIRS = ("runs", "tests", "work")
@@ -651,7 +652,7 @@ class SandboxPool:
                 "limits": limits.message(),
             }
             seq = slot.begin(request, None)
-            return slot.finish(seq, started + limits.timeout_s + _REPORT_GRACE_S, end=False)
+            return slot.finish(seq, started + limits.timeout_s + REPORT_GRACE_S, end=False)
 
     def run_pytest(self, files: dict[str, str], limits: Limits, nonce: str) -> RunReport:
         """Run a pytest suite; ``files`` maps ``tests/...`` and ``work/...`` paths to text.
@@ -679,7 +680,7 @@ class SandboxPool:
                     "limits": limits.message(),
                 }
                 seq = slot.begin(request, None)
-                return slot.finish(seq, started + limits.timeout_s + _REPORT_GRACE_S, end=False)
+                return slot.finish(seq, started + limits.timeout_s + REPORT_GRACE_S, end=False)
             finally:
                 _fill(slot.dir, {})
 
@@ -708,6 +709,4 @@ class SandboxPool:
                 yield run
             finally:
                 ours.close()
-                run.report = slot.finish(
-                    seq, started + limits.timeout_s + _REPORT_GRACE_S, end=True
-                )
+                run.report = slot.finish(seq, started + limits.timeout_s + REPORT_GRACE_S, end=True)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from graders import unit_tests
 from graders.sandbox import (
     LAYERS,
     CheckPlanError,
@@ -492,6 +496,35 @@ def test_pools_on_one_host_never_share_sandbox_uids(grader: UnitTestsGrader) -> 
     again = SandboxPool(PoolConfig(slots=1, uid_base=second.uids.base))
     again.start()
     again.close()
+
+
+def test_a_grading_stuck_on_the_trusted_side_is_reported_not_hidden(
+    grader: UnitTestsGrader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The task's own test computes (here: sleeps) past every deadline, on the
+    # trusted side where no sandbox limit reaches; readiness tells, and stops
+    # telling once the grading ends.
+    monkeypatch.setattr(UnitTestsGrader, "stuck_after_s", 0.0)
+    monkeypatch.setattr(unit_tests, "REPORT_GRACE_S", 0.0)
+    task = TaskSpec(
+        kind="python_function",
+        tests="import time\n\ndef check(candidate):\n    assert time.sleep(candidate()) is None\n",
+        entry_point="pause",
+    )
+    sample = Sample(id="slow-1", response="def pause():\n    return 2.5\n", task=task)
+    config = UnitTestsConfig(timeout_s=0.5)
+    worker = threading.Thread(target=grader.grade_sync, args=(sample, config))
+    worker.start()
+    try:
+        deadline = time.monotonic() + 10
+        said = None
+        while said is None and worker.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
+            said = asyncio.run(grader.readiness())
+        assert said is not None and "past their deadline" in said and "'slow-1'" in said
+    finally:
+        worker.join()
+    assert asyncio.run(grader.readiness()) is None
 
 
 def test_lazy_modules_are_imported_by_the_run_that_asks(grader: UnitTestsGrader) -> None:
