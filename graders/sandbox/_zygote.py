@@ -327,7 +327,8 @@ def _wipe(path: str) -> None:
 def _remove_run_dir(path: str) -> None:
     """Remove a run's directory: the files the zygote made, then whatever the run left."""
     for name in (".stdout", ".stderr", ".stdin", ".report"):
-        with contextlib.suppress(FileNotFoundError):
+        # The run may have put anything in their place (a directory, say): rmtree's job.
+        with contextlib.suppress(OSError):
             os.unlink(os.path.join(path, name))
     try:
         os.rmdir(path)  # the common case: the run wrote nothing of its own here

@@ -121,6 +121,24 @@ def test_files_left_in_the_run_directory_do_not_reach_the_next_run(
         assert not_a_pass(grade(grader, probe, RETURNS_TRUE))
 
 
+def test_replacing_the_zygotes_own_files_is_the_candidates_failure(
+    grader: UnitTestsGrader,
+) -> None:
+    # Where the zygote keeps the run's output, the run puts directories: cleaning
+    # up must not fail, or a failing candidate would come out as a sandbox fault.
+    sabotage = (
+        "import os\n"
+        "def f():\n"
+        "    for name in ('.stdout', '.stderr'):\n"
+        "        os.unlink(name)\n"
+        "        os.makedirs(name + '/x')\n"
+        "    return False\n"
+    )
+    for _ in range(4):
+        result = grade(grader, sabotage, RETURNS_TRUE)
+        assert result.score == 0.0 and result.failure is None
+
+
 # --- network ---------------------------------------------------------------------
 
 
