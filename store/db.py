@@ -106,11 +106,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-#: The columns ``record_request`` fills in the rewards table, in the order it builds them.
 #: Rows per multi-row INSERT on SQLite: 16 columns each stays far below the
 #: 32,766 host parameters SQLite allows in one statement.
 _ROWS_PER_INSERT = 512
 
+#: The columns ``record_request`` fills in the rewards table, in the order it builds them.
 REWARD_COLUMNS = (
     "request_id",
     "position",
@@ -341,10 +341,8 @@ class Store:
             order = list(compiled.positiontup or ()) if compiled.positional else None
             self._rewards_insert = (str(compiled), order)
         sql, order = self._rewards_insert
-        params: list[Any]
         if order is None:  # named parameters (psycopg): one dict per row
-            params = [dict(zip(REWARD_COLUMNS, v, strict=True)) for v in values]
-            conn.exec_driver_sql(sql, params)
+            conn.exec_driver_sql(sql, [dict(zip(REWARD_COLUMNS, v, strict=True)) for v in values])
             return
         if order != list(REWARD_COLUMNS):
             index = [REWARD_COLUMNS.index(k) for k in order]

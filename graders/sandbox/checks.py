@@ -301,11 +301,13 @@ def _plan(tests: str | list[str], setup_code: str | None) -> CheckPlan:
     else:
         others = [s for s in tree.body if s is not check and not _is_check_call(s)]
         prelude += _compile(others, source, seen, as_units=False)
-        header: list[ast.AST] = [check, *check.decorator_list, check.args]
-        header += [s for s in tree.body if _is_check_call(s)]
-        header += [check.returns] if check.returns is not None else []
-        for node in header:
-            seen.scan(_walk(node) if node is not check else [node])
+        # check's own name and signature, and module-level calls of it; its body
+        # is walked statement by statement below.
+        seen.scan([check])
+        calls = [s for s in tree.body if _is_check_call(s)]
+        for node in (*check.decorator_list, check.args, check.returns, *calls):
+            if node is not None:
+                seen.scan(_walk(node))
         param = check.args.args[0].arg if check.args.args else None
         body = [
             s

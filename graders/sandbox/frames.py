@@ -65,22 +65,40 @@ def send_frame(sock: socket.socket, message: Any, fds: list[int] | None = None) 
         sock.sendall(data)
 
 
+def _recv_some(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+    """Return what has arrived, up to ``size`` bytes; wait for something until ``deadline``."""
+    try:
+        if deadline is None:
+            chunk = sock.recv(size)
+        else:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise ChannelTimeout("no reply before the deadline")
+            try:
+                chunk = sock.recv(size, socket.MSG_DONTWAIT)
+            except BlockingIOError:
+                if not select.select([sock], [], [], left)[0]:
+                    raise ChannelTimeout("no reply before the deadline") from None
+                chunk = sock.recv(size)
+    except (ConnectionResetError, BrokenPipeError) as e:
+        raise ChannelClosed(str(e)) from None
+    if not chunk:
+        raise ChannelClosed("the other end closed the channel")
+    return chunk
+
+
 def _recv_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     chunks: list[bytes] = []
     while n:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([sock], [], [], left)[0]:
-                raise ChannelTimeout("no reply before the deadline")
-        try:
-            chunk = sock.recv(min(n, 1 << 20))
-        except (ConnectionResetError, BrokenPipeError) as e:
-            raise ChannelClosed(str(e)) from None
-        if not chunk:
-            raise ChannelClosed("the other end closed the channel")
+        chunk = _recv_some(sock, min(n, 1 << 20), deadline)
         chunks.append(chunk)
         n -= len(chunk)
     return b"".join(chunks)
+
+
+def _check_length(length: int, max_bytes: int) -> None:
+    if length > max_bytes:
+        raise FrameTooLarge(f"a {length}-byte message exceeds the {max_bytes}-byte cap")
 
 
 def recv_frame(sock: socket.socket, *, max_bytes: int, deadline: float | None = None) -> Any:
@@ -93,8 +111,7 @@ def recv_frame(sock: socket.socket, *, max_bytes: int, deadline: float | None = 
         DecodeError: the body is not valid JSON.
     """
     (length,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size, deadline))
-    if length > max_bytes:
-        raise FrameTooLarge(f"a {length}-byte message exceeds the {max_bytes}-byte cap")
+    _check_length(length, max_bytes)
     return loads(_recv_exact(sock, length, deadline))
 
 
@@ -121,36 +138,14 @@ class FrameReader:
             wanted = _HEADER.size
             if len(buffer) >= wanted:
                 (length,) = _HEADER.unpack_from(buffer)
-                if length > self.max_bytes:
-                    raise FrameTooLarge(
-                        f"a {length}-byte message exceeds the {self.max_bytes}-byte cap"
-                    )
+                _check_length(length, self.max_bytes)
                 wanted += length
                 if len(buffer) >= wanted:
                     body = bytes(buffer[_HEADER.size : wanted])
                     del buffer[:wanted]
                     return loads(body)
-            self._fill(max(self.CHUNK, min(wanted - len(buffer), 1 << 20)), deadline)
-
-    def _fill(self, size: int, deadline: float | None) -> None:
-        try:
-            if deadline is None:
-                chunk = self.sock.recv(size)
-            else:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise ChannelTimeout("no reply before the deadline")
-                try:
-                    chunk = self.sock.recv(size, socket.MSG_DONTWAIT)
-                except BlockingIOError:
-                    if not select.select([self.sock], [], [], left)[0]:
-                        raise ChannelTimeout("no reply before the deadline") from None
-                    chunk = self.sock.recv(size)
-        except (ConnectionResetError, BrokenPipeError) as e:
-            raise ChannelClosed(str(e)) from None
-        if not chunk:
-            raise ChannelClosed("the other end closed the channel")
-        self._buffer += chunk
+            size = max(self.CHUNK, min(wanted - len(buffer), 1 << 20))
+            buffer += _recv_some(self.sock, size, deadline)
 
 
 def recv_frame_with_fds(sock: socket.socket, *, max_bytes: int) -> tuple[Any, list[int]]:
@@ -161,8 +156,10 @@ def recv_frame_with_fds(sock: socket.socket, *, max_bytes: int) -> tuple[Any, li
     if len(head) < _HEADER.size:
         head += _recv_exact(sock, _HEADER.size - len(head), None)
     (length,) = _HEADER.unpack(head)
-    if length > max_bytes:
+    try:
+        _check_length(length, max_bytes)
+    except FrameTooLarge:
         for fd in fds:
             os.close(fd)
-        raise FrameTooLarge(f"a {length}-byte message exceeds the {max_bytes}-byte cap")
+        raise
     return loads(_recv_exact(sock, length, None)), list(fds)
