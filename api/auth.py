@@ -1,17 +1,27 @@
-"""Authentication: who is calling, from an API key, through a cache of key look-ups."""
+"""Authentication: who is calling, from an API key, through a cache of key look-ups.
+
+The cache is bounded in size (random keys cannot fill memory: the least recently
+used look-up goes first) and in age: a look-up is trusted for
+:data:`KEY_CACHE_S`, so a key revoked anywhere (another replica, the CLI in
+another process) stops working here within that time.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from api.errors import Forbidden, Unauthorized, Unavailable
 from store.db import ApiKey, Store, hash_key
 
-__all__ = ["ANONYMOUS", "KEY_CACHE_S", "Authenticator", "Principal"]
+__all__ = ["ANONYMOUS", "KEY_CACHE_MAX", "KEY_CACHE_S", "Authenticator", "Principal"]
 
-KEY_CACHE_S = 30.0
+#: How long a key look-up is trusted: revocation's delay on every other process.
+KEY_CACHE_S = 0.5
+#: Look-ups kept, known keys and unknown ones alike.
+KEY_CACHE_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +48,7 @@ class Authenticator:
         self.store = store
         self.enabled = enabled
         self._retry_after = retry_after
-        self._keys: dict[str, tuple[ApiKey | None, float]] = {}
+        self._keys: OrderedDict[str, tuple[ApiKey | None, float]] = OrderedDict()
 
     async def authenticate(self, key: str | None) -> Principal:
         """Return the caller for an API key (or everyone, when auth is disabled)."""
@@ -54,6 +64,7 @@ class Authenticator:
         now = time.monotonic()
         if cached is not None and cached[1] > now:
             record = cached[0]
+            self._keys.move_to_end(digest)
         else:
             try:
                 record = await asyncio.to_thread(self.store.key_for, key)
@@ -62,6 +73,9 @@ class Authenticator:
                     "the key store is unreachable", headers=dict(self._retry_after)
                 ) from e
             self._keys[digest] = (record, now + KEY_CACHE_S)
+            self._keys.move_to_end(digest)
+            while len(self._keys) > KEY_CACHE_MAX:
+                self._keys.popitem(last=False)
         if record is None:
             raise Unauthorized("unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
         return Principal(client=record.id, name=record.name, role=record.role)

@@ -4,24 +4,31 @@ FastAPI decodes a declared body with the standard library's ``json`` and then
 validates the objects. For the rewards endpoint (hundreds of samples of a few
 kilobytes each) that decoding was the largest single cost outside grading, and
 the samples were serialized again later to be logged. :func:`parse_body`
-decodes with orjson (falling back to ``json`` for what orjson refuses but the
-standard library takes, such as integers beyond 64 bits, so what is accepted
-does not change), validates the same way FastAPI would, and keeps the decoded
-objects so the log can store each sample as it was sent.
+decodes with orjson, validates the same way FastAPI would, and keeps the
+decoded objects so the log can store each sample as it was sent.
+
+The body is held to explicit limits before it is validated (:func:`check_limits`):
+whatever passes here can be re-encoded, logged and stored. orjson alone refuses
+lone surrogates, invalid UTF-8, NaN and infinities; the limits add nesting depth
+and the 64-bit signed integer range (what the store and the encoder take).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, TypeVar
 
 import orjson
 from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, ValidationError
 
-__all__ = ["DOCUMENTED_BODIES", "json_body_openapi", "parse_body"]
+__all__ = ["DOCUMENTED_BODIES", "MAX_DEPTH", "check_limits", "json_body_openapi", "parse_body"]
 
 M = TypeVar("M", bound=BaseModel)
+
+#: Containers inside containers, the body itself being level 1. orjson encodes
+#: at most 254 levels; no request of ours needs more than a handful.
+MAX_DEPTH = 32
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
 
 #: Every model a route documents with :func:`json_body_openapi`; the app's
 #: OpenAPI builder adds their schemas, since FastAPI never saw them as bodies.
@@ -41,23 +48,24 @@ def parse_body(raw: bytes, model: type[M]) -> tuple[M, Any]:
         )
     try:
         data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        try:
-            data = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            position = getattr(e, "pos", getattr(e, "start", 0))
-            reason = getattr(e, "msg", getattr(e, "reason", str(e)))
-            raise RequestValidationError(
-                [
-                    {
-                        "type": "json_invalid",
-                        "loc": ("body", position),
-                        "msg": "JSON decode error",
-                        "input": {},
-                        "ctx": {"error": reason},
-                    }
-                ]
-            ) from None
+    except orjson.JSONDecodeError as e:
+        raise RequestValidationError(
+            [
+                {
+                    "type": "json_invalid",
+                    "loc": ("body", e.pos),
+                    "msg": f"JSON decode error: {e.msg}",
+                    "input": {},
+                    "ctx": {"error": e.msg},
+                }
+            ]
+        ) from None
+    problem = check_limits(data)
+    if problem is not None:
+        path, message = problem
+        raise RequestValidationError(
+            [{"type": "value_error", "loc": ("body", *path), "msg": message, "input": None}]
+        )
     try:
         return model.model_validate(data), data
     except ValidationError as e:
@@ -65,6 +73,27 @@ def parse_body(raw: bytes, model: type[M]) -> tuple[M, Any]:
         raise RequestValidationError(
             [{**err, "loc": ("body", *err["loc"])} for err in errors]
         ) from None
+
+
+def check_limits(data: Any, max_depth: int = MAX_DEPTH) -> tuple[tuple[str | int, ...], str] | None:
+    """Return the path and the problem of the first value over a limit, or ``None``.
+
+    Walks without recursion, so no input can exhaust the stack here.
+    """
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, dict):
+            if len(path) >= max_depth:
+                return path, f"nested deeper than {max_depth} levels"
+            stack.extend((v, (*path, k)) for k, v in value.items())
+        elif isinstance(value, list):
+            if len(path) >= max_depth:
+                return path, f"nested deeper than {max_depth} levels"
+            stack.extend((v, (*path, i)) for i, v in enumerate(value))
+        elif type(value) is int and not INT_MIN <= value <= INT_MAX:
+            return path, f"integer out of range [{INT_MIN}, {INT_MAX}]"
+    return None
 
 
 def json_body_openapi(model: type[BaseModel]) -> dict[str, Any]:

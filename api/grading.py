@@ -13,6 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ import orjson
 from api.admission import Admission
 from api.auth import Principal
 from api.drift_watch import DriftWatch
-from api.errors import Busy, Conflict, NotFound, TooLarge, Unavailable
+from api.errors import Busy, Conflict, Invalid, NotFound, TooLarge, Unavailable
 from api.metrics import Metrics
 from api.review_sampler import ReviewSampler
 from api.schemas import RewardRequest
@@ -38,6 +39,15 @@ from store.db import DuplicateRequestError, RewardRow, Store, StoredRequest
 __all__ = ["GradedBatch", "GradingPipeline", "render"]
 
 logger = logging.getLogger("arbiter.service")
+
+#: A write still queued behind others after this long fails instead of running:
+#: with the store stuck, each request answers 503 within about this plus the
+#: store's own lock timeout, rather than after every write queued before it.
+WRITE_QUEUE_S = 2.0
+
+
+class WriteQueueTimeout(TimeoutError):
+    """A store write waited too long for its turn and was not attempted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +68,21 @@ class GradedBatch:
     replayed: bool
 
     @classmethod
-    def from_stored(cls, stored: StoredRequest) -> GradedBatch:
-        """Rebuild a logged batch, for a replay."""
+    def from_stored(cls, stored: StoredRequest, body_sha256: str | None = None) -> GradedBatch:
+        """Rebuild a logged batch, for a replay of a request whose body hashes to ``body_sha256``.
+
+        Raises:
+            Invalid: the batch was logged for another body under the same key.
+        """
+        if body_sha256 is not None:
+            logged = orjson.loads(stored.envelope).get("request_sha256")
+            if logged is not None and logged != body_sha256:
+                raise Invalid(
+                    "this Idempotency-Key was used for a request with another body; "
+                    "use a new key for a new request",
+                    code="idempotency_key_reused",
+                    errors=[{"in": "header", "path": "Idempotency-Key", "message": "reused"}],
+                )
         return cls(
             envelope=stored.envelope.encode(),
             records=[r.encode() for r in stored.records],
@@ -106,6 +129,20 @@ class GradingPipeline:
             settings.max_inflight_samples, settings.per_key_max_inflight_requests
         )
         self._in_flight_keys: set[tuple[str, str]] = set()
+        # SQLite takes one writer at a time: one thread runs them in turn, off
+        # the event loop, instead of several threads contending for the lock.
+        self._writer = (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="arbiter-store-writer")
+            if store.is_sqlite
+            else None
+        )
+        #: Why the last store write failed; ``None`` once one succeeds.
+        self.write_failure: str | None = None
+
+    def close(self) -> None:
+        """Finish queued writes and stop the writer thread."""
+        if self._writer is not None:
+            self._writer.shutdown(wait=True)
 
     def retry_after(self) -> dict[str, str]:
         """Return the Retry-After header of a refusal worth retrying."""
@@ -137,11 +174,14 @@ class GradingPipeline:
         idempotency_key: str | None,
         *,
         sent: Sequence[Any] | None = None,
+        body: Any = None,
     ) -> GradedBatch:
         """Grade a ``/v1/rewards`` batch under its rubric.
 
         ``sent`` is each sample as decoded from the request body, if the caller
         kept it: the log stores that instead of serializing the sample again.
+        ``body`` is the whole decoded body: with an Idempotency-Key, the key is
+        bound to its hash, so a reuse of the key for another body is refused.
         """
         principal.require("trainer")
         self.check_size(len(request.samples))
@@ -149,7 +189,13 @@ class GradingPipeline:
         deadline_s = request.deadline_s
         if deadline_s is not None:
             deadline_s = min(deadline_s, self.settings.max_deadline_s)
+        body_sha256 = None
+        if idempotency_key is not None:
+            decoded = body if body is not None else request.model_dump(mode="json")
+            canonical = orjson.dumps(decoded, option=orjson.OPT_SORT_KEYS)
+            body_sha256 = hashlib.sha256(canonical).hexdigest()
         return await self.grade(
+            body_sha256=body_sha256,
             endpoint="rewards",
             principal=principal,
             idempotency_key=idempotency_key,
@@ -170,10 +216,13 @@ class GradingPipeline:
         sent: Sequence[Any] | None,
         deadline_s: float | None,
         envelope_fields: Mapping[str, Any] | None = None,
+        body_sha256: str | None = None,
     ) -> GradedBatch:
         """Grade ``samples`` under ``rubric`` and log them, or replay the key's batch.
 
         ``envelope_fields`` are added to the logged envelope (a protocol's marker).
+        ``body_sha256`` binds the idempotency key to the request's body: it is
+        logged in the envelope, and a replay for another body is refused.
         """
         slot = (principal.client, idempotency_key) if idempotency_key else None
         if slot is not None:
@@ -185,7 +234,7 @@ class GradingPipeline:
                 )
             stored = await self.replay(*slot)
             if stored is not None:
-                return GradedBatch.from_stored(stored)
+                return GradedBatch.from_stored(stored, body_sha256)
 
         ticket = self.admission.admit(principal.client, len(samples))
         if isinstance(ticket, str):
@@ -223,6 +272,7 @@ class GradingPipeline:
                     "rubric": rubric.identity.model_dump(),
                     "latency_s": round(time.perf_counter() - started, 6),
                     **(envelope_fields or {}),
+                    **({"request_sha256": body_sha256} if body_sha256 is not None else {}),
                 }
             )
             rows = self._rows(samples, sent, rewards, texts)
@@ -245,7 +295,7 @@ class GradingPipeline:
                 stored = await self.replay(principal.client, idempotency_key)
                 if stored is None:
                     raise
-                return GradedBatch.from_stored(stored)
+                return GradedBatch.from_stored(stored, body_sha256)
             except Exception as e:
                 # Unlogged rewards are not acknowledged: the client retries.
                 logger.exception("could not log %d rewards", len(rows))
@@ -271,18 +321,42 @@ class GradingPipeline:
             self.metrics.gauge_admission(self.admission)
 
     async def _write(self, write: Callable[..., None], **kwargs: Any) -> None:
-        """Run a store write: inline for SQLite, in a worker thread for a server database.
+        """Run a store write off the event loop and remember how it went.
 
-        SQLite is a local file with one writer at a time, and its writes are
-        short: done on the event loop they cost less than the GIL hand-offs
-        with a worker thread, which cut throughput by a fifth (bench/api.py,
-        6.2k vs 7.8k samples/s). A server database waits on the network, which
-        must not stall the loop.
+        A stuck store (a lock held by another process, a full disk) must not
+        freeze the loop, and ``/readyz`` reports the failure until a write
+        succeeds again.
         """
-        if self.store.is_sqlite:
+        queued = time.monotonic()
+
+        def run() -> None:
+            waited = time.monotonic() - queued
+            if waited > WRITE_QUEUE_S:
+                raise WriteQueueTimeout(f"the write waited {waited:.1f} s behind others")
             write(**kwargs)
-        else:
-            await asyncio.to_thread(write, **kwargs)
+
+        try:
+            if self._writer is not None:
+                await asyncio.get_running_loop().run_in_executor(self._writer, run)
+            else:
+                await asyncio.to_thread(run)
+        except DuplicateRequestError:
+            self.write_failure = None  # the store answered; the write was refused, not lost
+            raise
+        except Exception as e:
+            self.write_failure = f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"
+            raise
+        self.write_failure = None
+
+    async def probe_write(self, timeout_s: float) -> str | None:
+        """Try a write if the last one failed; return why writes fail, or ``None``."""
+        if self.write_failure is None:
+            return None
+        try:
+            await asyncio.wait_for(self._write(self.store.probe_write), timeout=timeout_s)
+        except Exception:  # recorded by _write (or the probe is still stuck: same answer)
+            return self.write_failure or "the write probe timed out"
+        return None
 
     def _rows(
         self,

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from api.auth import Principal
+from api.body import check_limits
 from api.errors import Invalid
 from api.grading import GradedBatch, GradingPipeline
 from api.schemas import OpenRLHFRequest
@@ -132,6 +133,11 @@ def _sample(i: int, query: str, prompt: str, label: Any) -> Sample:
     if isinstance(label, str) and label.lstrip().startswith("{"):
         with contextlib.suppress(orjson.JSONDecodeError):
             parsed = orjson.loads(label)
+        # JSON inside a string escaped the body's limits: hold it to the same ones.
+        problem = check_limits(parsed)
+        if problem is not None:
+            where = ".".join(str(p) for p in ("labels", i, *problem[0]))
+            raise Invalid(f"{where}: {problem[1]}", errors=[{"path": where, "message": problem[1]}])
     if isinstance(parsed, dict) and "task" in parsed:
         try:
             task = TaskSpec.model_validate(parsed["task"])

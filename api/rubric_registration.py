@@ -6,10 +6,10 @@ import asyncio
 import contextlib
 
 from api.auth import Principal
-from api.errors import Conflict, Invalid
+from api.errors import Conflict, Invalid, Unavailable
 from api.rubric_sync import persist
 from graders.registry import GraderRegistry
-from rubrics.catalog import RubricCatalog
+from rubrics.catalog import CatalogEntry, RubricCatalog
 from rubrics.errors import RubricError, RubricNotFoundError
 from rubrics.loader import parse_rubric
 from rubrics.rubric import Rubric
@@ -21,7 +21,15 @@ __all__ = ["RubricRegistration"]
 class RubricRegistration:
     """Register new rubric versions (admin) in the catalog and the store."""
 
-    def __init__(self, *, registry: GraderRegistry, store: Store, catalog: RubricCatalog) -> None:
+    def __init__(
+        self,
+        *,
+        registry: GraderRegistry,
+        store: Store,
+        catalog: RubricCatalog,
+        retry_after: dict[str, str],
+    ) -> None:
+        self.retry_after = retry_after
         self.registry = registry
         self.store = store
         self.catalog = catalog
@@ -30,7 +38,10 @@ class RubricRegistration:
         """Validate and register a rubric; return it and whether it is new."""
         principal.require("admin")
         try:
-            rubric = parse_rubric(text, source="<request>", registry=self.registry)
+            # Off the event loop: parsing is bounded, but not free.
+            rubric = await asyncio.to_thread(
+                parse_rubric, text, source="<request>", registry=self.registry
+            )
         except RubricError as e:
             raise Invalid(
                 f"the rubric is invalid ({len(e.issues)} problem(s))",
@@ -45,7 +56,17 @@ class RubricRegistration:
                     f"(sha256 {same_version.sha256[:12]}); bump the version",
                     code="version_exists",
                 )
-        entry, created = self.catalog.add(rubric, text, "api")
-        if created:
-            await asyncio.to_thread(persist, self.store, entry)
+        if self.catalog.knows(rubric.sha256):
+            return rubric, False
+        # Stored before it is published: a version the store refuses never
+        # enters the catalog, where requests would find it.
+        try:
+            await asyncio.to_thread(persist, self.store, CatalogEntry(rubric, text, "api"))
+        except Exception as e:
+            raise Unavailable(
+                "the store could not save the rubric; it was not registered, retry",
+                code="store_unavailable",
+                headers=dict(self.retry_after),
+            ) from e
+        _, created = self.catalog.add(rubric, text, "api")
         return rubric, created

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 
@@ -57,8 +58,8 @@ class RubricSync:
                 self.catalog.add_text(text, origin)
             except RubricError as e:
                 logger.error("stored rubric from %s no longer validates:\n%s", origin, e)
-        for entry in self.catalog.scan(self.settings.watched_dirs()):
-            persist(self.store, entry)
+        save = functools.partial(persist, self.store)
+        for entry in self.catalog.scan(self.settings.watched_dirs(), save=save):
             logger.info(
                 "loaded rubric %s v%d (%s) from %s",
                 entry.rubric.name,

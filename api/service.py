@@ -67,7 +67,10 @@ class Service:
         )
         self.openrlhf = OpenRLHFAdapter(settings, self.grading)
         self.registration = RubricRegistration(
-            registry=self.registry, store=self.store, catalog=self.catalog
+            registry=self.registry,
+            store=self.store,
+            catalog=self.catalog,
+            retry_after=self.grading.retry_after(),
         )
         self.rubric_sync = RubricSync(
             settings, store=self.store, catalog=self.catalog, drift=self.drift
@@ -92,6 +95,7 @@ class Service:
         """Stop watching and release the store."""
         await self.rubric_sync.stop_watching()
         await asyncio.to_thread(self.registry.close)
+        await asyncio.to_thread(self.grading.close)
         try:
             await asyncio.to_thread(self.drift.save)
         except Exception:  # shutting down: the state is a convenience, the log is what matters

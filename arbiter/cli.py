@@ -383,8 +383,15 @@ def keys_list() -> None:
 
 @keys_app.command("revoke")
 def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id.")]) -> None:
-    """Revoke an API key by id."""
-    if not _store().revoke_key(key_id):
+    """Revoke an API key by id (never the last live admin key)."""
+    from store.db import LastAdminKeyError
+
+    try:
+        revoked = _store().revoke_key(key_id)
+    except LastAdminKeyError as e:
+        err.print(f"{e}; create another admin key first", markup=False)
+        raise typer.Exit(1) from e
+    if not revoked:
         err.print(f"no live key with id {key_id!r}", markup=False)
         raise typer.Exit(1)
     out.print(f"revoked {key_id}", markup=False)

@@ -14,6 +14,7 @@ import hashlib
 import logging
 import multiprocessing
 import os
+import signal
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -47,12 +48,32 @@ class AnalysisUnavailableError(RuntimeError):
     """The analysis could not run (a pool worker died); the code is not to blame."""
 
 
-def _warm_worker() -> None:
-    """Import both analysers in a fresh pool worker, so its first task pays no import."""
+def _warm_worker(server_pid: int) -> None:
+    """Tie a fresh pool worker's life to the server's, then import both analysers.
+
+    The worker's parent is the forkserver, which exits when the server does
+    (even on SIGKILL: it reads EOF on the pipe the server held). The kernel
+    then kills the worker; if the server was already gone, the worker leaves now.
+    """
+    from graders.sandbox._linux import set_pdeathsig
+
+    set_pdeathsig(signal.SIGKILL)
+    if not _alive(server_pid):
+        os._exit(0)
     import graders.complexity  # noqa: F401  (imported for its side effect: loading radon)
     from graders.security import BanditSelection, _bandit_runner
 
     _bandit_runner(BanditSelection())
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _analyze_many(
@@ -85,6 +106,7 @@ class WorkerPool:
                     max_workers=self.workers,
                     mp_context=multiprocessing.get_context("forkserver"),
                     initializer=_warm_worker,
+                    initargs=(os.getpid(),),
                 )
             except (OSError, ValueError) as e:
                 logger.warning("no analysis process pool (%s); analysing inline", e)

@@ -152,8 +152,9 @@ class Metrics(_Frozen):
 class Sample(_Frozen):
     """One rollout to grade."""
 
-    id: Annotated[StrictStr, Field(min_length=1, max_length=512)]
-    group_id: StrictStr | None = None
+    # As long as the log's columns, and no NUL (PostgreSQL's text cannot hold one).
+    id: Annotated[StrictStr, Field(min_length=1, max_length=512, pattern=r"^[^\x00]*$")]
+    group_id: Annotated[StrictStr, Field(max_length=512, pattern=r"^[^\x00]*$")] | None = None
     prompt: str | list[Message] = ""
     response: StrictStr
     task: TaskSpec | None = None

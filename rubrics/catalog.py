@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from graders.registry import GraderRegistry
-from rubrics.errors import RubricError, RubricNotFoundError
+from rubrics.errors import RubricError, RubricIssue, RubricNotFoundError
 from rubrics.loader import parse_rubric
 from rubrics.rubric import Rubric
 
@@ -127,11 +127,17 @@ class RubricCatalog:
         with self._lock:
             return self._by_version.get(key) == entry.rubric.sha256
 
-    def scan(self, directories: Iterable[Path]) -> list[CatalogEntry]:
+    def scan(
+        self,
+        directories: Iterable[Path],
+        save: Callable[[CatalogEntry], object] | None = None,
+    ) -> list[CatalogEntry]:
         """Load new or changed ``*.yaml`` files; return what was added.
 
-        A file that fails validation is logged (with its line-numbered issues)
-        and skipped; the versions it had before stay in place.
+        A file that fails validation, or cannot be read, is logged (with its
+        line-numbered issues) and skipped; the versions it had before stay in
+        place. ``save`` runs before a new version is published: if it raises,
+        the version stays out and the file is tried again at the next scan.
         """
         added = []
         for directory in directories:
@@ -146,20 +152,41 @@ class RubricCatalog:
                 if self._file_state.get(path) == state:
                     continue
                 self._file_state[path] = state
+                problem: RubricError | None = None
                 try:
-                    entry, new = self.add_text(path.read_text(encoding="utf-8"), str(path))
+                    text = path.read_text(encoding="utf-8")
+                    rubric = parse_rubric(text, source=str(path), registry=self._registry)
+                except (OSError, UnicodeDecodeError) as e:
+                    problem = RubricError(
+                        [RubricIssue(str(path), None, None, "", f"unreadable: {e}")]
+                    )
                 except RubricError as e:
-                    if str(self._file_errors.get(path)) != str(e):
-                        logger.error("rubric file %s is invalid and was not loaded:\n%s", path, e)
-                    self._file_errors[path] = e
-                    continue
-                except OSError as e:
-                    logger.error("cannot read rubric file %s: %s", path, e)
+                    problem = e
+                if problem is not None:
+                    if str(self._file_errors.get(path)) != str(problem):
+                        logger.error(
+                            "rubric file %s is invalid and was not loaded:\n%s", path, problem
+                        )
+                    self._file_errors[path] = problem
                     continue
                 self._file_errors.pop(path, None)
+                entry = CatalogEntry(rubric=rubric, text=text, origin=str(path))
+                if save is not None and not self.knows(rubric.sha256):
+                    try:
+                        save(entry)
+                    except Exception:  # the store's failure; the file is fine: retry it
+                        logger.exception("could not store rubric file %s; will retry", path)
+                        del self._file_state[path]
+                        continue
+                entry, new = self.add(rubric, text, str(path))
                 if new:
                     added.append(entry)
         return added
+
+    def knows(self, sha256: str) -> bool:
+        """Whether a version with this sha256 is in the catalog."""
+        with self._lock:
+            return sha256 in self._by_sha
 
     def file_errors(self) -> dict[Path, RubricError]:
         """Rubric files that are currently invalid, with their issues."""

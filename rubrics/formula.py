@@ -13,6 +13,10 @@ Names are component names. Comparisons and boolean operators yield 1.0 or 0.0,
 so ``tests * (tests >= 1)`` works. Division by zero and non-finite results raise
 :class:`FormulaEvalError`, which the composer turns into an abstention, never a
 made-up number.
+
+A formula's size is bounded when it is compiled (characters, nodes, nesting,
+finite literals), so evaluating one costs a bounded, small amount of work per
+sample and neither compiling nor evaluating can exhaust the stack.
 """
 
 from __future__ import annotations
@@ -24,7 +28,20 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-__all__ = ["Formula", "FormulaError", "FormulaEvalError", "compile_formula"]
+__all__ = [
+    "MAX_FORMULA_CHARS",
+    "MAX_FORMULA_DEPTH",
+    "MAX_FORMULA_NODES",
+    "Formula",
+    "FormulaError",
+    "FormulaEvalError",
+    "compile_formula",
+]
+
+#: Limits on one formula, checked at compile time; real rubrics stay far below.
+MAX_FORMULA_CHARS = 2_000
+MAX_FORMULA_NODES = 256
+MAX_FORMULA_DEPTH = 32
 
 
 class FormulaError(ValueError):
@@ -112,7 +129,12 @@ class _Compiler:
             value = node.value
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise self.fail(node, f"only numbers are allowed as constants, found {value!r}")
-            number = float(value)
+            try:
+                number = float(value)
+            except OverflowError:
+                number = math.inf
+            if not math.isfinite(number):
+                raise self.fail(node, "a number in the formula is too large to be a float")
             return lambda env: number
         if isinstance(node, ast.Name):
             return self.name(node)
@@ -202,6 +224,23 @@ class _Compiler:
         return lambda env: _clip(x(env), lo(env), hi(env))
 
 
+def _check_size(root: ast.AST, lead: int) -> None:
+    """Raise FormulaError when the tree is over the node or nesting limit (no recursion)."""
+    count = 0
+    stack: list[tuple[ast.AST, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_FORMULA_NODES:
+            raise FormulaError(
+                f"the formula has more than {MAX_FORMULA_NODES} terms; simplify it", lead
+            )
+        if depth > MAX_FORMULA_DEPTH:
+            col = lead + getattr(node, "col_offset", 0)
+            raise FormulaError(f"the formula nests deeper than {MAX_FORMULA_DEPTH} levels", col)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+
+
 def compile_formula(text: str, names: Iterable[str]) -> Formula:
     """Compile ``text`` over the given component names.
 
@@ -213,12 +252,21 @@ def compile_formula(text: str, names: Iterable[str]) -> Formula:
     if not source:
         raise FormulaError("the formula is empty")
     lead = len(text) - len(text.lstrip())
+    if len(source) > MAX_FORMULA_CHARS:
+        raise FormulaError(
+            f"the formula has {len(source)} characters; the limit is {MAX_FORMULA_CHARS}"
+        )
     try:
         tree = ast.parse(source, mode="eval")
     except SyntaxError as e:
         # Python reports offset 0 when the text ended too early: point at the end.
         col = lead + (e.offset - 1 if e.offset else len(source))
         raise FormulaError(f"not a valid expression: {e.msg}", col) from e
+    except (ValueError, RecursionError, MemoryError) as e:
+        # ValueError: an integer literal beyond Python's digit limit; the others:
+        # nesting the parser itself cannot hold.
+        raise FormulaError(f"not a valid expression: {e}", lead) from None
+    _check_size(tree.body, lead)
     compiler = _Compiler(source, frozenset(names))
     try:
         root = compiler.build(tree.body)

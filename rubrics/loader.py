@@ -5,6 +5,10 @@ the first: the document's shape (:class:`~rubrics.schema.RubricSpec`), each
 component's grader config (by that grader's own model), then the rules that
 span fields (formula names, gates, penalties, weights). Each problem names the
 file, line and column, the key path, what was expected and what was found.
+
+Whatever the text, parsing raises :class:`RubricError` and nothing else, and its
+cost is bounded before the document is built: a budget of nodes (counted as
+aliases expand), of aliases and of nesting depth (:data:`YAML_LIMITS`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ from pydantic import BaseModel, ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import (
+    AliasEvent,
+    CollectionEndEvent,
+    CollectionStartEvent,
+    ScalarEvent,
+)
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
 from graders.base import GraderConfig
@@ -34,6 +44,55 @@ from rubrics.schema import RESERVED_NAMES, ComponentSpec, PenaltySpec, RubricSpe
 __all__ = ["build_rubric", "load_rubric", "parse_rubric"]
 
 KeyPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class YamlLimits:
+    """What one rubric document may hold; real rubrics use a small fraction."""
+
+    #: Scalars and collections, with each alias counted as the nodes it expands to.
+    nodes: int = 20_000
+    aliases: int = 100
+    depth: int = 32
+
+
+YAML_LIMITS = YamlLimits()
+
+
+class _OverBudget(Exception):
+    """The document is over a limit of :data:`YAML_LIMITS` (message says which)."""
+
+    def __init__(self, message: str, line: int | None = None, col: int | None = None) -> None:
+        super().__init__(message)
+        self.message, self.line, self.col = message, line, col
+
+
+def _scan_events(yaml: YAML, text: str) -> None:
+    """Check depth, aliases and raw node count on the event stream, before composing.
+
+    The composer recurses per level and expands nothing yet, so this bounds
+    its work; alias expansion is bounded later, as :func:`_plain` visits nodes.
+    """
+    depth = nodes = aliases = 0
+    limits = YAML_LIMITS
+    for event in yaml.parse(text):
+        mark = event.start_mark
+        where = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
+        if isinstance(event, CollectionStartEvent):
+            depth += 1
+            nodes += 1
+            if depth > limits.depth:
+                raise _OverBudget(f"nested deeper than {limits.depth} levels", *where)
+        elif isinstance(event, CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, ScalarEvent):
+            nodes += 1
+        elif isinstance(event, AliasEvent):
+            aliases += 1
+            if aliases > limits.aliases:
+                raise _OverBudget(f"more than {limits.aliases} aliases", *where)
+        if nodes > limits.nodes:
+            raise _OverBudget(f"more than {limits.nodes} values", *where)
 
 
 @dataclass
@@ -59,8 +118,15 @@ class Positions:
         return None, None
 
 
-def _plain(node: Any, path: KeyPath, positions: Positions) -> Any:
-    """Turn ruamel's round-trip nodes into plain Python, recording positions."""
+def _plain(node: Any, path: KeyPath, positions: Positions, budget: list[int]) -> Any:
+    """Turn ruamel's round-trip nodes into plain Python, recording positions.
+
+    ``budget`` holds the nodes still allowed; an alias is visited (and paid
+    for) each time it appears, so expansion cannot outgrow the budget.
+    """
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _OverBudget(f"more than {YAML_LIMITS.nodes} values once aliases are expanded")
     if isinstance(node, CommentedMap):
         out: dict[Any, Any] = {}
         for key, value in node.items():
@@ -68,14 +134,14 @@ def _plain(node: Any, path: KeyPath, positions: Positions) -> Any:
             sub = (*path, plain_key)
             positions.keys[sub] = node.lc.key(key)
             positions.values[sub] = node.lc.value(key)
-            out[plain_key] = _plain(value, sub, positions)
+            out[plain_key] = _plain(value, sub, positions, budget)
         return out
     if isinstance(node, CommentedSeq):
         items = []
         for i, value in enumerate(node):
             sub = (*path, i)
             positions.values[sub] = node.lc.item(i)
-            items.append(_plain(value, sub, positions))
+            items.append(_plain(value, sub, positions, budget))
         return items
     if isinstance(node, SingleQuotedScalarString | DoubleQuotedScalarString):
         positions.quoted.add(path)
@@ -99,8 +165,15 @@ def _plain_scalar(value: Any) -> Any:
 def _read_yaml(text: str, source: str) -> tuple[Any, Positions]:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
+    positions = Positions()
     try:
+        _scan_events(yaml, text)
         document = yaml.load(text)
+        return _plain(document, (), positions, [YAML_LIMITS.nodes]), positions
+    except _OverBudget as e:
+        raise RubricError(
+            [RubricIssue(source, e.line, e.col, "", f"the document is too large: {e.message}")]
+        ) from None
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
@@ -108,8 +181,12 @@ def _read_yaml(text: str, source: str) -> tuple[Any, Positions]:
         raise RubricError([RubricIssue(source, line, col, "", f"invalid YAML: {what}")]) from e
     except YAMLError as e:
         raise RubricError([RubricIssue(source, None, None, "", f"invalid YAML: {e}")]) from e
-    positions = Positions()
-    return _plain(document, (), positions), positions
+    except (ValueError, TypeError, RecursionError) as e:
+        # What ruamel's constructors raise on values it cannot build, such as an
+        # integer beyond Python's digit limit or an unhashable key.
+        raise RubricError(
+            [RubricIssue(source, None, None, "", f"invalid YAML: {type(e).__name__}: {e}")]
+        ) from None
 
 
 def load_rubric(path: str | Path, registry: GraderRegistry | None = None) -> Rubric:

@@ -141,7 +141,8 @@ class RubricSpec(_Spec):
     """A rubric file: which graders run and how their scores become one reward."""
 
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")]
-    version: Annotated[StrictInt, Field(ge=1)]
+    # At most what a 32-bit integer column holds, so every version can be stored.
+    version: Annotated[StrictInt, Field(ge=1, le=2**31 - 1)]
     description: str = ""
     components: Annotated[dict[ComponentName, ComponentSpec], Field(min_length=1)]
     combine: str = Field(

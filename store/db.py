@@ -30,6 +30,7 @@ __all__ = [
     "ROLES",
     "ApiKey",
     "DuplicateRequestError",
+    "LastAdminKeyError",
     "RewardRow",
     "Store",
     "StoredRequest",
@@ -93,6 +94,18 @@ class StoredRequest:
     created_at: float
 
 
+#: How long an SQLite statement waits for a lock another connection holds.
+BUSY_TIMEOUT_MS = 2000
+
+#: Bytes the write probe writes (and removes in the same transaction): enough
+#: pages that a full disk fails it as it would fail a batch of rewards.
+PROBE_BYTES = 256 * 1024
+
+
+class LastAdminKeyError(Exception):
+    """Revoking this key would leave no live admin key."""
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     # WAL lets readers run beside the writer; NORMAL sync keeps committed
@@ -100,7 +113,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # last ones), at a fraction of FULL's cost.
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
-    cursor.execute("PRAGMA busy_timeout=10000")
+    # A lock held elsewhere (another process) fails a write within this bound,
+    # so the caller can answer at once rather than queue every request behind it.
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
     cursor.close()
@@ -237,6 +252,20 @@ class Store:
         """Raise if the database cannot be reached."""
         with self.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
+
+    def probe_write(self) -> None:
+        """Raise if a write cannot commit now (a lock held elsewhere, a full disk).
+
+        Writes a row of :data:`PROBE_BYTES` and deletes it in one transaction,
+        so nothing stays behind.
+        """
+        name = f"write-probe:{secrets.token_hex(8)}"
+        with self._writing() as conn:
+            conn.execute(
+                insert(drift_state),
+                {"name": name, "state": "x" * PROBE_BYTES, "saved_at": time.time()},
+            )
+            conn.execute(drift_state.delete().where(drift_state.c.name == name))
 
     def close(self) -> None:
         """Release every pooled connection (and stop the SQLite checkpointer)."""
@@ -459,8 +488,20 @@ class Store:
         return [ApiKey(r.id, r.name, r.role, r.created_at, r.revoked_at) for r in rows]
 
     def revoke_key(self, key_id: str) -> bool:
-        """Revoke a key by id; return whether a live key was revoked."""
+        """Revoke a key by id; return whether a live key was revoked.
+
+        Raises:
+            LastAdminKeyError: it is the last live admin key (nobody could
+                manage keys over the API any more).
+        """
         with self._writing() as conn:
+            live_admins = conn.execute(
+                select(api_keys.c.id).where(
+                    api_keys.c.role == "admin", api_keys.c.revoked_at.is_(None)
+                )
+            ).all()
+            if [row.id for row in live_admins] == [key_id]:
+                raise LastAdminKeyError(f"{key_id} is the last live admin key")
             result = conn.execute(
                 update(api_keys)
                 .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))

@@ -29,6 +29,12 @@ async def readyz(service: ServiceDep) -> Response:
         checks["store"] = "ok"
     except Exception as e:
         checks["store"] = f"unreachable: {type(e).__name__}"
+    else:
+        # Reads can work while writes fail (a lock held elsewhere, a full disk):
+        # not ready until a write succeeds again, which this retries.
+        failure = await service.grading.probe_write(timeout_s=5)
+        if failure is not None:
+            checks["store"] = f"writes failing: {failure}"
     for grader in service.registry.built():
         try:
             problem = await asyncio.wait_for(grader.readiness(), timeout=5)

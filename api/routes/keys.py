@@ -8,8 +8,9 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from api.deps import Caller, ServiceDep
-from api.errors import NotFound
+from api.errors import Conflict, NotFound
 from api.schemas import ErrorBody, KeyCreate, KeyCreated, KeyInfo
+from store.db import LastAdminKeyError
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 ERRORS: dict[int | str, dict[str, object]] = {401: {"model": ErrorBody}, 403: {"model": ErrorBody}}
@@ -31,11 +32,22 @@ async def list_keys(service: ServiceDep, caller: Caller) -> list[KeyInfo]:
     return [KeyInfo(**_fields(r)) for r in records]
 
 
-@router.delete("/{key_id}", status_code=204, responses={**ERRORS, 404: {"model": ErrorBody}})
+@router.delete(
+    "/{key_id}",
+    status_code=204,
+    responses={**ERRORS, 404: {"model": ErrorBody}, 409: {"model": ErrorBody}},
+)
 async def revoke_key(key_id: str, service: ServiceDep, caller: Caller) -> Response:
-    """Revoke a key; it stops working at once on this replica, within 30 s on others."""
+    """Revoke a key; it stops working within a second everywhere (never the last admin key)."""
     caller.require("admin")
-    if not await asyncio.to_thread(service.store.revoke_key, key_id):
+    try:
+        revoked = await asyncio.to_thread(service.store.revoke_key, key_id)
+    except LastAdminKeyError as e:
+        raise Conflict(
+            f"{key_id!r} is the last live admin key; create another admin key first",
+            code="last_admin_key",
+        ) from e
+    if not revoked:
         raise NotFound(f"no live key with id {key_id!r}", code="key_not_found")
     service.auth.forget()
     return Response(status_code=204)

@@ -54,7 +54,9 @@ async def create_rewards(
     # A RewardRequest, parsed by api.body rather than declared: faster, and each
     # sample is logged as it was sent.
     body, data = parse_body(await request.body(), RewardRequest)
-    batch = await service.grading.grade_request(body, caller, idempotency_key, sent=data["samples"])
+    batch = await service.grading.grade_request(
+        body, caller, idempotency_key, sent=data["samples"], body=data
+    )
     return _json(render(batch), batch)
 
 
