@@ -60,10 +60,12 @@ def _case(test: ast.expr, name: str) -> tuple[tuple[Any, ...], Any, float | None
         and isinstance(left.args[0], ast.BinOp)
         and isinstance(left.args[0].op, ast.Sub)
     ):
+        assert isinstance(left.args[0], ast.BinOp)
         tolerance = _literal(right)
         if type(tolerance) not in (int, float):
             return None
-        left, right = left.args[0].left, left.args[0].right
+        difference = left.args[0]
+        left, right = difference.left, difference.right
     elif not isinstance(test.ops[0], ast.Eq):
         return None
     if not (isinstance(left, ast.Call) and isinstance(left.func, ast.Name)):
