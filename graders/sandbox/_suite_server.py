@@ -68,7 +68,11 @@ def candidate_module(name: str, channel: Channel, load: LoadResult) -> Candidate
     module.__file__ = f"<the candidate's {name}.py, in the sandbox>"
     exported = []
     for global_name, kind in load.names.items():
-        if kind.startswith("module:"):
+        # The list comes from the candidate's process: a name that is not a plain
+        # identifier, or a dunder (``__class__``, ``__getattr__``), is not set here.
+        if kind.startswith("module:") or not global_name.isidentifier():
+            continue
+        if global_name.startswith("__"):
             continue
         if kind.startswith("exception:"):
             found = getattr(builtins, kind.removeprefix("exception:"), None)
