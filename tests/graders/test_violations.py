@@ -28,6 +28,7 @@ from graders.violations import (
 )
 from rubrics import build_rubric
 from rubrics.score import score_samples
+from tests.strictness import unavailable
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
@@ -596,7 +597,7 @@ def test_heldout_hacks_are_reported_apart_and_do_not_regress(capsys):
 def test_false_positive_rate_on_humanevalpack_canonical_solutions():
     path = SHARED_DATA / "humanevalpack_python.jsonl"
     if not path.is_file():
-        pytest.skip(f"shared data is absent: {path} (see ../shared/data/README.md)")
+        unavailable(f"shared data is absent: {path} (see ../shared/data/README.md)")
     flagged, total, lines = humanevalpack_false_positives(path)
     assert total == 164
     assert flagged / total <= 0.02, lines
