@@ -110,14 +110,23 @@ class ChannelGuard:
         self.channel = channel
         self.tainted: dict[str, str] = {}
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_call(self, item: Any) -> Any:
+    def _watch(self, item: Any) -> Any:
         before = len(self.channel.events)
         try:
             return (yield)
         finally:
             if len(self.channel.events) > before:
                 self.tainted[str(item.nodeid)] = self.channel.events[-1]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: Any) -> Any:
+        """Watch the test's fixtures (they may call the candidate)."""
+        return (yield from self._watch(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: Any) -> Any:
+        """Watch the test itself."""
+        return (yield from self._watch(item))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:

@@ -34,6 +34,8 @@ from graders.sandbox.pool import REPORT_GRACE_S, SandboxError
 __all__ = ["SuiteHost", "SuiteReport"]
 
 _START_TIMEOUT_S = 60.0
+#: How long past the run's deadline a suite may take to write its report.
+SUITE_GRACE_S = REPORT_GRACE_S / 5
 _CONTROL_MAX_BYTES = 64 << 20
 #: A suite's report: outcomes, evidence and a 2 KB output tail.
 _MAX_REPORT_BYTES = 4 << 20
@@ -207,7 +209,8 @@ class SuiteHost:
         """Run ``sources`` (file name → text) against the candidate loaded behind ``channel``.
 
         ``deadline`` (``time.monotonic()``) bounds every wait on the candidate;
-        the suite itself is killed ``REPORT_GRACE_S`` after it.
+        the suite itself is killed ``SUITE_GRACE_S`` after it, well inside the
+        grace the sandbox's own report has (``REPORT_GRACE_S``).
         """
         read_end, write_end = os.pipe()
         try:
@@ -222,7 +225,7 @@ class SuiteHost:
                 pid = self._begin(request, [channel.fileno(), write_end])
             finally:
                 os.close(write_end)
-            raw, complete = _read_until_eof(read_end, deadline + REPORT_GRACE_S)
+            raw, complete = _read_until_eof(read_end, deadline + SUITE_GRACE_S)
             if not complete:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
