@@ -19,10 +19,11 @@ from fastapi import Path as PathParam
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 from starlette.responses import Response, StreamingResponse
 
+from api.auth import Principal
 from api.deps import Caller, ServiceDep
 from api.errors import Conflict
 from api.schemas import ErrorBody
-from api.service import Principal, Service
+from api.service import Service
 from graders.types import ViolationType
 from monitoring.agreement import LabelledPair, agreement_report, labelled_pair
 from rubrics.errors import RubricNotFoundError
