@@ -439,12 +439,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         try:
             return grade_kind(code, task, config)
         except SandboxError as e:
-            return GradeResult.failed(
-                self.name,
-                FailureKind.SANDBOX_ERROR,
-                f"the sandbox failed twice: {e}",
-                grader_version=self.version,
-                retryable=True,
+            return self.failed(
+                FailureKind.SANDBOX_ERROR, f"the sandbox failed twice: {e}", retryable=True
             )
 
     def _reference_limited(self, task: TaskSpec, config: UnitTestsConfig) -> UnitTestsConfig:
