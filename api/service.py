@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from api.admission import Admission
-from api.drift_watch import DriftWatch
+from api.drift_watch import DriftWatch, SharedDriftWatch
 from api.errors import (
     Busy,
     Conflict,
@@ -32,6 +32,7 @@ from api.errors import (
     Unauthorized,
     Unavailable,
 )
+from api.idempotency import IdempotencyGate
 from api.metrics import Metrics
 from api.review_sampler import ReviewSampler  # human review (issue 7)
 from api.schemas import OpenRLHFRequest, RewardRequest
@@ -53,6 +54,9 @@ logger = logging.getLogger("arbiter.service")
 KEY_CACHE_S = 30.0
 #: How often the watcher saves the drift monitor's state (and always at shutdown).
 DRIFT_SAVE_INTERVAL_S = 60.0
+#: An Idempotency-Key claim outlives the request's deadline by this much (then
+#: its replica is presumed dead and another may grade the key).
+CLAIM_MARGIN_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +103,25 @@ class Service:
         )
         self.metrics = Metrics()
         self.review_sampler = ReviewSampler(self.store, settings)  # human review (issue 7)
-        self.drift = DriftWatch(self.store, self.metrics)
+        # Replicas on one store: one drift monitor over all of them, and
+        # Idempotency-Keys claimed in the store (the embedded file has one process).
+        self.drift: DriftWatch = (
+            SharedDriftWatch(
+                self.store,
+                self.metrics,
+                self.catalog,
+                refresh_rubrics=self.sync_rubrics,
+                poll_interval_s=settings.drift_poll_interval_s,
+            )
+            if settings.shared_drift
+            else DriftWatch(self.store, self.metrics)
+        )
+        self._drift_task: asyncio.Task[None] | None = None
+        self.claims = (
+            None
+            if self.store.is_sqlite
+            else IdempotencyGate(self.store, settings.idempotency_wait_s, settings.retry_after_s)
+        )
         self._keys: dict[str, tuple[ApiKey | None, float]] = {}
         self._in_flight_keys: set[tuple[str, str]] = set()
         self._reload_task: asyncio.Task[None] | None = None
@@ -120,17 +142,20 @@ class Service:
             )
         if self.settings.rubric_reload_interval_s > 0:
             self._reload_task = asyncio.create_task(self._watch_rubrics())
+        if isinstance(self.drift, SharedDriftWatch) and self.settings.drift_enabled:
+            self._drift_task = asyncio.create_task(self.drift.run())
         self.started = True
 
     async def stop(self) -> None:
         """Stop watching and release the store."""
-        if self._reload_task is not None:
-            self._reload_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reload_task
+        for task in (self._reload_task, self._drift_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         await asyncio.to_thread(self.registry.close)
         try:
-            await asyncio.to_thread(self.drift.save)
+            await asyncio.to_thread(self.drift.close)
         except Exception:  # shutting down: the state is a convenience, the log is what matters
             logger.exception("could not save the drift monitor's state")
         await asyncio.to_thread(self.store.close)
@@ -399,12 +424,17 @@ class Service:
                     headers=self._retry_after(),
                 )
             stored = await self.replay(*slot)
+            if stored is None and self.claims is not None:
+                lease_s = (deadline_s or self.settings.max_deadline_s) + CLAIM_MARGIN_S
+                stored = await self.claims.acquire(*slot, lease_s=lease_s)
             if stored is not None:
                 records = [r.encode() for r in stored.records]
                 return make_body(stored.envelope.encode(), records), True
 
         ticket = self.admission.admit(principal.client, len(samples))
         if isinstance(ticket, str):
+            if slot is not None and self.claims is not None:
+                await self.claims.release(*slot)
             self.metrics.rejections.labels(reason=ticket).inc()
             message = (
                 "this key has too many requests in flight"
@@ -419,6 +449,7 @@ class Service:
         if slot is not None:
             self._in_flight_keys.add(slot)
         self._gauge()
+        logged = False
         try:
             started = time.perf_counter()
             deadline = time.monotonic() + deadline_s if deadline_s is not None else None
@@ -466,6 +497,7 @@ class Service:
                     code="store_unavailable",
                     headers=self._retry_after(),
                 ) from e
+            logged = True
             self._observe(rubric, rewards)
             # -- human review (issue 7): offer the logged batch to the review sampler.
             # After the commit, so only acknowledged rewards are queued; a no-op for
@@ -477,6 +509,8 @@ class Service:
             self.admission.release(ticket)
             if slot is not None:
                 self._in_flight_keys.discard(slot)
+                if self.claims is not None and not logged:
+                    await self.claims.release(*slot)
             self._gauge()
 
     async def _write(self, write: Callable[..., None], **kwargs: Any) -> None:
