@@ -11,6 +11,7 @@ import random
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +37,46 @@ def wait_for_rubrics(server: Server, *names: str) -> None:
             time.sleep(0.05)
 
 
-def replicas(start_server: StartServer, postgres_url: str, rubrics: dict[str, str]) -> list[Server]:
-    """Start two replicas on one schema, each with the same rubric files."""
-    servers = [start_server(database_url=postgres_url, **FAST) for _ in range(2)]
+SAMPLED = """\
+name: sampled
+version: 1
+components:
+  short: {grader: efficiency, weight: 0.5, config: {max_turns: 10}}
+  long: {grader: efficiency, weight: 0.5, config: {max_turns: 40}}
+review: {sample_rate: 0.05, stratify_by: [disagreement]}
+drift: {enabled: false}
+"""
+UNIFORM_P, DISAGREEMENT_P = 0.05, 0.5  # disagreement samples at ten times the rate
+
+
+def counted(path: Path) -> str:
+    return f"""\
+name: counted
+version: 1
+components:
+  count: {{grader: counting, weight: 0.5, config: {{path: "{path}"}}}}
+  nap: {{grader: sleepy, weight: 0.5, config: {{delay_s: 1.0}}}}
+"""
+
+
+@dataclass
+class Pair:
+    servers: list[Server]
+    db_url: str
+    graded: Path  # the counting grader's log
+
+
+@pytest.fixture(scope="module")
+def pair(module_postgres_url: str, start_server: StartServer, tmp_path_factory) -> Pair:
+    """Two replicas on one schema, each with the same rubric files (schema dropped last)."""
+    graded = tmp_path_factory.mktemp("counted") / "graded.txt"
+    rubrics = {"drifty": DRIFTY, "sampled": SAMPLED, "counted": counted(graded)}
+    servers = [start_server(database_url=module_postgres_url, **FAST) for _ in range(2)]
     for server in servers:
         for name, text in rubrics.items():
             (server.rubric_dir / f"{name}.yaml").write_text(text)
         wait_for_rubrics(server, *rubrics)
-    return servers
+    return Pair(servers, module_postgres_url, graded)
 
 
 def drift_flags(response: httpx.Response) -> set[str]:
@@ -61,7 +94,7 @@ def alert_rows(url: str) -> list[Any]:
 
 
 def test_one_monitor_over_both_replicas_opens_one_alert_seen_by_both(
-    start_server: StartServer, postgres_url: str
+    start_server: StartServer, pair: Pair
 ) -> None:
     # A single replica (the embedded store, its monitor in-process) on the same
     # traffic: how many windows it needs, and which alert it opens first.
@@ -83,8 +116,7 @@ def test_one_monitor_over_both_replicas_opens_one_alert_seen_by_both(
     needed = min(a["window"] for a in first_single)
 
     # The same traffic, one batch to each replica in turn.
-    servers = replicas(start_server, postgres_url, {"drifty": DRIFTY})
-    clients = [s.client() for s in servers]
+    clients = [s.client() for s in pair.servers]
     rng = random.Random(7)
     try:
         for b in range(15):
@@ -106,7 +138,7 @@ def test_one_monitor_over_both_replicas_opens_one_alert_seen_by_both(
         for c in clients:
             c.close()
 
-    rows = alert_rows(postgres_url)
+    rows = alert_rows(pair.db_url)
     copies = Counter((r.rubric_name, r.component, r.grader_version, r.detector) for r in rows)
     assert copies and max(copies.values()) == 1, f"an alert was opened more than once: {copies}"
     first = rows[0]
@@ -116,23 +148,8 @@ def test_one_monitor_over_both_replicas_opens_one_alert_seen_by_both(
     assert [a["id"] for a in listed[0]] == [a["id"] for a in listed[1]]
 
 
-SAMPLED = """\
-name: sampled
-version: 1
-components:
-  short: {grader: efficiency, weight: 0.5, config: {max_turns: 10}}
-  long: {grader: efficiency, weight: 0.5, config: {max_turns: 40}}
-review: {sample_rate: 0.05, stratify_by: [disagreement]}
-drift: {enabled: false}
-"""
-UNIFORM_P, DISAGREEMENT_P = 0.05, 0.5  # disagreement samples at ten times the rate
-
-
-def test_review_sampling_over_both_replicas_holds_its_rate(
-    start_server: StartServer, postgres_url: str
-) -> None:
-    servers = replicas(start_server, postgres_url, {"sampled": SAMPLED})
-    clients = [s.client() for s in servers]
+def test_review_sampling_over_both_replicas_holds_its_rate(pair: Pair) -> None:
+    clients = [s.client() for s in pair.servers]
     rng = random.Random(3)
     probability: dict[str, float] = {}
     replica_of: dict[str, int] = {}
@@ -159,10 +176,12 @@ def test_review_sampling_over_both_replicas_holds_its_rate(
         for c in clients:
             c.close()
 
-    engine = create_engine(postgres_url)
+    engine = create_engine(pair.db_url)
     try:
         with engine.connect() as conn:
-            items = list(conn.execute(select(review_items)))
+            items = list(
+                conn.execute(select(review_items).where(review_items.c.rubric_name == "sampled"))
+            )
     finally:
         engine.dispose()
     n = len(probability)
@@ -182,21 +201,8 @@ def test_review_sampling_over_both_replicas_holds_its_rate(
     assert abs(estimate - n) <= 3.29 * sd_ht, (estimate, n, sd_ht)
 
 
-def counted(path: Path) -> str:
-    return f"""\
-name: counted
-version: 1
-components:
-  count: {{grader: counting, weight: 0.5, config: {{path: "{path}"}}}}
-  nap: {{grader: sleepy, weight: 0.5, config: {{delay_s: 1.0}}}}
-"""
-
-
-def test_one_idempotency_key_sent_to_both_replicas_at_once_grades_once(
-    start_server: StartServer, postgres_url: str, tmp_path: Path
-) -> None:
-    graded = tmp_path / "graded.txt"
-    servers = replicas(start_server, postgres_url, {"counted": counted(graded)})
+def test_one_idempotency_key_sent_to_both_replicas_at_once_grades_once(pair: Pair) -> None:
+    servers = pair.servers
     key = servers[0].keys["trainer"]  # one trainer, whichever replica it reaches
     body = {"rubric": "counted", "samples": [{"id": f"k{i}", "response": "r"} for i in range(4)]}
     start = threading.Barrier(2)
@@ -221,11 +227,20 @@ def test_one_idempotency_key_sent_to_both_replicas_at_once_grades_once(
     assert first == second  # the loser replays the winner's stored response
     replayed = [r.headers.get("idempotent-replayed") for r in responses if r is not None]
     assert sorted(map(str, replayed)) == ["None", "true"]
-    assert sorted(graded.read_text().split()) == ["k0", "k1", "k2", "k3"]  # each sample graded once
-    engine = create_engine(postgres_url)
+    assert sorted(pair.graded.read_text().split()) == [
+        "k0",
+        "k1",
+        "k2",
+        "k3",
+    ]  # each sample graded once
+    engine = create_engine(pair.db_url)
     try:
         with engine.connect() as conn:
-            stored = conn.execute(select(func.count()).select_from(requests)).scalar_one()
+            stored = conn.execute(
+                select(func.count())
+                .select_from(requests)
+                .where(requests.c.idempotency_key == "step-9-batch-0")
+            ).scalar_one()
     finally:
         engine.dispose()
     assert stored == 1
