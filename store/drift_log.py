@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import JSON, Connection, cast, func, insert, select, text, update
+from sqlalchemy import JSON, Connection, cast, func, insert, select, text, type_coerce, update
 
 from store.db import Store
 from store.tables import drift_alerts, drift_resets, drift_state, rewards
@@ -161,6 +161,9 @@ class LeaderLock:
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
+                # Invalidate, not just close: closing would return the session,
+                # and the lock with it, to the pool.
+                conn.invalidate()
                 conn.close()
             except Exception:  # the connection is already gone, and the lock with it
                 logger.debug("closing the lock connection failed", exc_info=True)
@@ -174,7 +177,13 @@ class DriftLog:
 
     def read(self, cursor: LogCursor, limit: int) -> list[LoggedReward]:
         """Return rewards past the cursor and in its gaps, oldest id first (at most ``limit``)."""
-        response = cast(rewards.c.sample, JSON)["response"].as_string()
+        # PostgreSQL parses the text as JSON; SQLite's JSON functions read text as it is.
+        document = (
+            type_coerce(rewards.c.sample, JSON)
+            if self.store.is_sqlite
+            else cast(rewards.c.sample, JSON)
+        )
+        response = document["response"].as_string()
         columns = (
             rewards.c.id,
             rewards.c.request_id,
