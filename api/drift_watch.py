@@ -63,12 +63,18 @@ def _row(alert: Alert, at: float) -> dict[str, object]:
     }
 
 
-def _stream_key(monitor: DriftMonitor, rubric: str, component: str, version: str) -> StreamKey:
-    """Return the monitor's stream by name, or raise ``KeyError`` saying which is unknown."""
-    for key in monitor.streams:
-        if (key.rubric, key.component, key.version) == (rubric, component, version):
-            return key
-    raise KeyError(f"no drift stream {rubric}/{component}@{version}")
+def _stream_keys(
+    monitor: DriftMonitor, rubric: str, component: str | None, version: str | None
+) -> list[StreamKey]:
+    """Return the rubric's streams (one component's, one version's), or raise ``KeyError``."""
+    keys = [
+        k
+        for k in monitor.streams
+        if k.rubric == rubric and component in (None, k.component) and version in (None, k.version)
+    ]
+    if not keys:
+        raise KeyError(f"no drift stream {rubric}/{component or '*'}@{version or '*'}")
+    return keys
 
 
 def _streams(monitor: DriftMonitor) -> list[dict[str, object]]:
@@ -93,6 +99,7 @@ class DriftWatch:
         self.monitor = DriftMonitor()
         self._lock = threading.Lock()
         self._configured: dict[str, str] = {}  # rubric name -> sha256 its config came from
+        self._published: set[tuple[str, str]] = set()  # gauge labels exported so far
         self.open_alerts = Gauge(
             "arbiter_drift_open_alerts",
             "Open drift alerts by rubric and detector.",
@@ -151,10 +158,19 @@ class DriftWatch:
             self.store.record_alerts(opened, closed, now)
             for alert in update.opened:
                 logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
-        self.open_alerts.clear()
-        for alert in open_now:
-            self.open_alerts.labels(rubric=alert.stream.rubric, detector=alert.detector.value).inc()
+        self._publish([(a.stream.rubric, a.detector.value) for a in open_now])
         return flags, opened, closed
+
+    def _publish(self, open_now: Sequence[tuple[str, str]]) -> None:
+        """Export the open alerts' (rubric, detector) counts."""
+        # A series that was ever exported drops to 0, not out of the exposition: a
+        # dashboard reading "no series" cannot tell "resolved" from "never scraped".
+        counts = dict.fromkeys(self._published, 0)
+        for label in open_now:
+            counts[label] = counts.get(label, 0) + 1
+        for (rubric, detector), count in counts.items():
+            self.open_alerts.labels(rubric=rubric, detector=detector).set(count)
+        self._published = set(counts)
 
     async def observe(
         self, rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample]
@@ -179,15 +195,29 @@ class DriftWatch:
         with self._lock:
             return _streams(self.monitor)
 
-    def reset(self, rubric: str, component: str, version: str) -> int:
-        """Accept a change: forget the stream's reference, close its alerts; return how many."""
+    def reset(self, rubric: str, component: str | None = None, version: str | None = None) -> int:
+        """Accept a change: forget the matching streams' references, close their alerts.
+
+        Args:
+            rubric: The rubric's name.
+            component: Only this component's streams (every stream of the rubric,
+                the rubric-level reward stream included, when ``None``).
+            version: Only this grader version (every version when ``None``).
+
+        Returns:
+            How many alerts this closed.
+
+        Raises:
+            KeyError: If no stream matches.
+        """
         now = time.time()
         with self._lock:
-            closed = self.monitor.reset_reference(
-                _stream_key(self.monitor, rubric, component, version)
-            )
+            keys = _stream_keys(self.monitor, rubric, component, version)
+            closed = [a for key in keys for a in self.monitor.reset_reference(key)]
+            open_now = [(a.stream.rubric, a.detector.value) for a in self.monitor.open_alerts]
         if closed:
             self.store.record_alerts([], [a.id for a in closed], now)
+        self._publish(open_now)
         return len(closed)
 
 
@@ -396,12 +426,12 @@ class SharedDriftWatch(DriftWatch):
         for reset in self.log.pending_resets():
             with self._lock:
                 try:
-                    key = _stream_key(
+                    keys = _stream_keys(
                         self.monitor, reset.rubric_name, reset.component, reset.grader_version
                     )
-                except KeyError:
-                    key = None
-                closed = self.monitor.reset_reference(key) if key is not None else ()
+                except KeyError:  # a stream this monitor has not seen (yet): nothing to forget
+                    keys = []
+                closed = [a for key in keys for a in self.monitor.reset_reference(key)]
             if closed:
                 self.log.record_alerts([], [a.id for a in closed], time.time())
             self.log.mark_applied(reset.id)
@@ -409,12 +439,12 @@ class SharedDriftWatch(DriftWatch):
 
     def _read_flags(self) -> None:
         flags: dict[str, set[str]] = {}
-        self.open_alerts.clear()
-        for alert in self.log.open_alerts():
+        rows = self.log.open_alerts()
+        for alert in rows:
             flags.setdefault(alert["rubric_name"], set()).add(
                 f"drift:{alert['component']}:{alert['detector']}"
             )
-            self.open_alerts.labels(rubric=alert["rubric_name"], detector=alert["detector"]).inc()
+        self._publish([(a["rubric_name"], a["detector"]) for a in rows])
         self._flags = {rubric: tuple(sorted(names)) for rubric, names in flags.items()}
 
     def _saved_monitor(self) -> DriftMonitor:
@@ -430,10 +460,18 @@ class SharedDriftWatch(DriftWatch):
         with self._lock:
             return _streams(self._saved_monitor())
 
-    def reset(self, rubric: str, component: str, version: str) -> int:
-        """Close the stream's alerts now and queue its reset for the leader; return how many."""
+    def reset(self, rubric: str, component: str | None = None, version: str | None = None) -> int:
+        """Close the streams' alerts now and queue their resets for the leader; return how many.
+
+        Raises:
+            KeyError: If no stream matches (as the leader last saved its streams).
+        """
         with self._lock:
-            _stream_key(self._saved_monitor(), rubric, component, version)  # KeyError: unknown
-        closed = self.log.close_stream_alerts(rubric, component, version, time.time())
-        self.log.request_reset(rubric, component, version)
+            keys = _stream_keys(self._saved_monitor(), rubric, component, version)
+        closed = 0
+        for key in keys:
+            closed += self.log.close_stream_alerts(
+                key.rubric, key.component, key.version, time.time()
+            )
+            self.log.request_reset(key.rubric, key.component, key.version)
         return closed

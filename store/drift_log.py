@@ -9,6 +9,7 @@ that; ``api.drift_watch`` is the other.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -113,6 +114,7 @@ class LeaderLock:
         self.store = store
         self.name = name
         self._conn: Connection | None = None
+        self._key: int | None = None
 
     @property
     def held(self) -> bool:
@@ -140,7 +142,7 @@ class LeaderLock:
         if not got:
             conn.close()
             return False
-        self._conn = conn
+        self._conn, self._key = conn, key
         return True
 
     def check(self) -> bool:
@@ -159,14 +161,21 @@ class LeaderLock:
     def release(self) -> None:
         """Give the lock up (closing its connection releases it)."""
         conn, self._conn = self._conn, None
-        if conn is not None:
-            try:
-                # Invalidate, not just close: closing would return the session,
-                # and the lock with it, to the pool.
+        if conn is None:
+            return
+        try:
+            if self._key is not None:
+                # At once, rather than when the server notices the closed socket.
+                conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": self._key})
+                conn.commit()
+        except Exception:  # the connection is already gone, and the lock with it
+            logger.debug("unlocking on the lock connection failed", exc_info=True)
+        finally:
+            # Invalidate, not just close: closing would return the session, and
+            # the lock with it if the unlock failed, to the pool.
+            with contextlib.suppress(Exception):
                 conn.invalidate()
-                conn.close()
-            except Exception:  # the connection is already gone, and the lock with it
-                logger.debug("closing the lock connection failed", exc_info=True)
+            conn.close()
 
 
 class DriftLog:
