@@ -39,6 +39,7 @@ from radon.raw import analyze as raw_analyze  # type: ignore[import-untyped]
 from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-untyped]
 
 from graders.base import Grader, GraderConfig
+from graders.program import prompt_text
 from graders.static_analysis import StaticAnalyzer, analyse_response, shared_pool
 from graders.types import GradeResult, Sample
 
@@ -443,7 +444,12 @@ class ComplexityGrader(Grader[ComplexityConfig]):
     async def grade(self, sample: Sample, config: ComplexityConfig) -> GradeResult:
         """Measure the response's code with radon and score it."""
         outcome = await analyse_response(
-            self, self.analyzer, sample.response, config.code_block, config.options()
+            self,
+            self.analyzer,
+            sample.response,
+            config.code_block,
+            config.options(),
+            prompt=prompt_text(sample),
         )
         if isinstance(outcome, GradeResult):
             return outcome

@@ -51,6 +51,7 @@ from bandit.core.metrics import Metrics as BanditMetrics  # type: ignore[import-
 from pydantic import Field, field_validator
 
 from graders.base import Grader, GraderConfig
+from graders.program import prompt_text
 from graders.static_analysis import StaticAnalyzer, analyse_response, shared_pool
 from graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
 
@@ -452,7 +453,12 @@ class SecurityGrader(Grader[SecurityConfig]):
     async def grade(self, sample: Sample, config: SecurityConfig) -> GradeResult:
         """Run bandit on the response's code and score its findings."""
         outcome = await analyse_response(
-            self, self.analyzer, sample.response, config.code_block, config.selection()
+            self,
+            self.analyzer,
+            sample.response,
+            config.code_block,
+            config.selection(),
+            prompt=prompt_text(sample),
         )
         if isinstance(outcome, GradeResult):
             return outcome
