@@ -36,6 +36,14 @@ from api.metrics import Metrics
 from api.review_sampler import ReviewSampler  # human review (issue 7)
 from api.schemas import OpenRLHFRequest, RewardRequest
 from api.settings import Settings
+from arbiter.adapters.rows import (
+    AbstainedError,
+    AbstainPolicy,
+    UnsplittableQuery,
+    fill_abstained,
+    parse_label,
+    split_query,
+)
 from graders.registry import GraderRegistry, default_registry
 from graders.types import Sample, TaskSpec
 from rubrics.catalog import CatalogEntry, RubricCatalog
@@ -208,7 +216,8 @@ class Service:
             return ANONYMOUS
         if not key:
             raise Unauthorized(
-                "no API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+                "no API key: send 'Authorization: Bearer <key>', 'X-API-Key: <key>', or the "
+                "key as the password of HTTP Basic (http://user:<key>@host/...)",
                 headers={"WWW-Authenticate": "Bearer"},
             )
         digest = hash_key(key)
@@ -295,7 +304,11 @@ class Service:
         )
 
     async def grade_openrlhf(
-        self, request: OpenRLHFRequest, principal: Principal, rubric_name: str | None
+        self,
+        request: OpenRLHFRequest,
+        principal: Principal,
+        rubric_name: str | None,
+        abstain: AbstainPolicy | None = None,
     ) -> tuple[bytes, bool]:
         """Grade OpenRLHF's remote-reward request; an identical retry is answered from the log."""
         principal.require("trainer")
@@ -317,16 +330,28 @@ class Service:
         rubric = self.resolve(name, None, None)
         if n > self.settings.max_batch_samples:
             raise too_large(n, self.settings.max_batch_samples)
-        samples = []
+        policy = abstain or self.settings.openrlhf_abstain
+        # Each sample on its own: a left-truncated prompt is recovered, a query that
+        # cannot be split abstains alone (arbiter.adapters.rows), never the batch.
+        samples: list[Sample] = []
+        unsplit: dict[int, str] = {}
+        truncated: list[float] = []
         for i, (query, prompt) in enumerate(zip(request.query, request.prompts, strict=True)):
-            if not query.startswith(prompt):
-                raise Invalid(
-                    f"query[{i}] does not start with prompts[{i}]; "
-                    "the response is query[len(prompt):]",
-                    errors=[{"path": f"query.{i}", "message": "does not start with its prompt"}],
-                )
             label = request.labels[i] if request.labels else None
-            samples.append(_openrlhf_sample(i, prompt, query[len(prompt) :], label))
+            try:
+                response, cut = split_query(query, prompt)
+            except UnsplittableQuery as e:
+                unsplit[i] = f"query[{i}]: {e}"
+                truncated.append(0.0)
+                continue
+            truncated.append(float(cut))
+            samples.append(_openrlhf_sample(i, prompt, response, label))
+
+        def body(_env: bytes, records: list[bytes]) -> bytes:
+            return openrlhf_body(records, n, unsplit, truncated, request.prompts, policy)
+
+        if not samples:
+            return body(b"", []), False
 
         # OpenRLHF's client retries a timed-out request with the same body and no
         # key of its own: the body's hash is the key, so a retry is answered from
@@ -340,7 +365,8 @@ class Service:
             for b in (bucket, bucket - 1):
                 stored = await self.replay(principal.client, f"openrlhf:{digest}:{b}")
                 if stored is not None and time.time() - stored.created_at < window:
-                    return self._openrlhf_body([r.encode() for r in stored.records]), True
+                    records = [r.encode() for r in stored.records]
+                    return body(b"", records), True
             key = f"openrlhf:{digest}:{bucket}"
 
         def envelope(request_id: str, latency_s: float) -> dict[str, Any]:
@@ -360,22 +386,8 @@ class Service:
             sent=None,
             deadline_s=None,
             make_envelope=envelope,
-            make_body=lambda _env, records: self._openrlhf_body(records),
+            make_body=body,
         )
-
-    def _openrlhf_body(self, records: Sequence[bytes]) -> bytes:
-        abstain = self.settings.openrlhf_abstain_value
-        values: list[float] = []
-        logs: dict[str, list[float]] = {"abstained": []}
-        for raw in records:
-            record = orjson.loads(raw)
-            value = record["reward"]
-            values.append(abstain if value is None else value)
-            logs["abstained"].append(1.0 if value is None else 0.0)
-            for name, component in record["components"].items():
-                score = component["score"]
-                logs.setdefault(name, []).append(abstain if score is None else score)
-        return orjson.dumps({"rewards": values, "scores": values, "extra_logs": logs})
 
     async def _run(
         self,
@@ -594,23 +606,79 @@ def too_large(n: int, limit: int) -> TooLarge:
 
 def _openrlhf_sample(i: int, prompt: str, response: str, label: Any) -> Sample:
     """Turn one OpenRLHF row into a Sample; a label that is a task spec becomes the task."""
-    task: TaskSpec | None = None
-    labels: dict[str, Any] | None = None
-    parsed = label
-    if isinstance(label, str) and label.lstrip().startswith("{"):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            parsed = orjson.loads(label)
-    if isinstance(parsed, dict) and "task" in parsed:
-        try:
-            task = TaskSpec.model_validate(parsed["task"])
-        except ValueError as e:
-            raise Invalid(
-                f"labels[{i}].task is not a valid task: {e}",
-                errors=[{"path": f"labels.{i}.task", "message": str(e)}],
-            ) from e
-    if label is not None:
-        labels = {"label": label}
+    fields = parse_label(label)
+    try:
+        task = TaskSpec.model_validate(fields["task"]) if "task" in fields else None
+    except ValueError as e:
+        raise Invalid(
+            f"labels[{i}] holds a task that is not valid: {e}",
+            errors=[{"path": f"labels.{i}", "message": str(e)}],
+        ) from e
     sample_id = hashlib.sha256(f"{i}\x00{prompt}\x00{response}".encode()).hexdigest()[:24]
     return Sample(
-        id=f"openrlhf-{i}-{sample_id}", prompt=prompt, response=response, task=task, labels=labels
+        id=f"openrlhf-{i}-{sample_id}",
+        # Samples of one prompt are one group (OpenRLHF's samples per prompt).
+        group_id=hashlib.sha256(prompt.encode()).hexdigest()[:24],
+        prompt=prompt,
+        response=response,
+        task=task,
+        labels=fields.get("labels"),
+    )
+
+
+def openrlhf_body(
+    records: Sequence[bytes],
+    n: int,
+    unsplit: dict[int, str],
+    truncated: Sequence[float],
+    prompts: Sequence[str],
+    policy: AbstainPolicy,
+) -> bytes:
+    """Build OpenRLHF's answer: graded records in order, unsplittable queries abstained.
+
+    An abstained reward takes the chosen fallback (``policy``); ``extra_logs``
+    counts abstentions, truncated prompts and unsplittable queries per sample,
+    so OpenRLHF logs them.
+
+    Raises:
+        Invalid: the fallback is ``raise`` (or ``group_mean`` without a scored
+            peer) and a sample abstained (code ``reward_abstained``).
+    """
+    graded = iter(records)
+    values: list[float | None] = []
+    logs: dict[str, list[float]] = {"abstained": [], "truncated_prompt": [], "unsplittable": []}
+    components: list[dict[str, Any] | None] = []
+    for i in range(n):
+        record = None if i in unsplit else orjson.loads(next(graded))
+        values.append(None if record is None else record["reward"])
+        components.append(None if record is None else record["components"])
+        logs["abstained"].append(float(values[-1] is None))
+        logs["truncated_prompt"].append(truncated[i])
+        logs["unsplittable"].append(float(i in unsplit))
+    groups = [hashlib.sha256(p.encode()).hexdigest()[:24] for p in prompts]
+    filled = fill_abstained(values, groups, policy)
+    errors = [(i, v) for i, v in enumerate(filled) if isinstance(v, AbstainedError)]
+    if errors:
+        i, error = errors[0]
+        reason = unsplit.get(i, "the rubric abstained")
+        raise Invalid(
+            f"{error} ({reason}); set ARBITER_OPENRLHF_ABSTAIN or ?abstain= to zero or "
+            "group_mean to train through abstentions",
+            code="reward_abstained",
+            errors=[
+                {"path": f"query.{j}", "message": unsplit.get(j, "abstained")} for j, _ in errors
+            ],
+        )
+    rewards = [float(v) for v in filled if not isinstance(v, AbstainedError)]
+    names = sorted({name for c in components if c is not None for name in c})
+    for name in names:
+        # A component that could not score is logged as NaN: OpenRLHF averages
+        # extra_logs, and a made-up 0.0 would drag the mean.
+        logs[name] = [
+            float("nan") if c is None or c[name]["score"] is None else float(c[name]["score"])
+            for c in components
+        ]
+    return orjson.dumps(
+        {"rewards": rewards, "scores": rewards, "extra_logs": logs},
+        option=orjson.OPT_SERIALIZE_NUMPY,
     )

@@ -59,9 +59,11 @@ class Settings(BaseSettings):
     openrlhf_rubric: str | None = Field(
         default=None, description="Rubric for POST /get_reward when the request names none."
     )
-    openrlhf_abstain_value: float = Field(
-        default=0.0,
-        description="What /get_reward reports for an abstained reward (it needs floats).",
+    openrlhf_abstain: Literal["zero", "group_mean", "raise"] = Field(
+        default="raise",
+        description="What /get_reward answers for an abstained reward (OpenRLHF needs floats): "
+        "zero, the mean of its group's scored rewards in the request, or a 422 "
+        "(reward_abstained). Abstentions are counted in extra_logs either way.",
     )
     openrlhf_dedupe_window_s: float = Field(
         default=900.0,
