@@ -125,6 +125,18 @@ class Coalescer(Generic[ResultT]):
 
     def submit_sync(self, sample: dict[str, Any]) -> ResultT:
         """Grade one sample from a thread, blocking until its micro-batch is answered."""
+        return asyncio.run_coroutine_threadsafe(self.submit(sample), self._loop()).result()
+
+    def submit_all_sync(self, samples: list[dict[str, Any]]) -> list[ResultT | BaseException]:
+        """Grade several samples from a thread, together; return each result or its error."""
+
+        async def every() -> list[ResultT | BaseException]:
+            return await asyncio.gather(*(self.submit(s) for s in samples), return_exceptions=True)
+
+        return asyncio.run_coroutine_threadsafe(every(), self._loop()).result()
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        """Return the background loop that serves sync callers (started on first use)."""
         with self._lock:
             if self._background is None:
                 loop = asyncio.new_event_loop()
@@ -132,5 +144,4 @@ class Coalescer(Generic[ResultT]):
                     target=loop.run_forever, name="arbiter-coalescer", daemon=True
                 ).start()
                 self._background = loop
-            loop = self._background
-        return asyncio.run_coroutine_threadsafe(self.submit(sample), loop).result()
+            return self._background
