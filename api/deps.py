@@ -8,7 +8,8 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
-from api.service import Principal, Service
+from api.auth import Principal
+from api.service import Service
 
 __all__ = ["Caller", "ServiceDep"]
 
@@ -41,7 +42,7 @@ async def get_principal(
             key = value.strip()
         elif scheme.lower() == "basic" and value.strip():
             key = _basic_password(value.strip())
-    return await service.authenticate(key)
+    return await service.auth.authenticate(key)
 
 
 def _basic_password(token: str) -> str | None:

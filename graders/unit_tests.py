@@ -24,15 +24,18 @@ before the tests, an output flood, a garbled channel) becomes violations.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
+import hashlib
 import itertools
 import math
 import re
-import secrets
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -55,8 +58,9 @@ from graders.sandbox import (
     require_layers,
     run_plan,
 )
-from graders.sandbox.pool import REPORT_GRACE_S
-from graders.sandbox.suites import cross_check, expected_test_ids, tampering_signals
+from graders.sandbox.pool import DEFAULT_LONG_AFTER_S, DEFAULT_WALL_FACTOR, REPORT_GRACE_S
+from graders.sandbox.suite_host import SuiteHost
+from graders.sandbox.suites import expected_test_ids, tally, tampering_signals
 from graders.types import (
     FailureKind,
     GradeResult,
@@ -79,7 +83,39 @@ class UnitTestsConfig(GraderConfig):
     """Limits and scoring for the unit-test grader."""
 
     timeout_s: float = Field(
-        default=10.0, gt=0, le=600, description="Wall-clock limit per sandbox run."
+        default=10.0,
+        gt=0,
+        le=600,
+        description=(
+            "CPU-time limit per sandbox run (whole seconds); the wall clock is a backstop at "
+            "wall_factor times this."
+        ),
+    )
+    wall_factor: float = Field(
+        default=DEFAULT_WALL_FACTOR,
+        ge=1,
+        le=20,
+        description="Wall-clock backstop per run, as a multiple of timeout_s.",
+    )
+    long_after_s: float = Field(
+        default=DEFAULT_LONG_AFTER_S,
+        gt=0,
+        le=600,
+        description=(
+            "Wall seconds after which a run moves to the long lane (lowest CPU priority), "
+            "freeing its place for short runs."
+        ),
+    )
+    reference_factor: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "With a task.reference: the task's timeout_s becomes this many times the "
+            "reference's measured run time (at least reference_floor_s, at most timeout_s)."
+        ),
+    )
+    reference_floor_s: float = Field(
+        default=0.5, gt=0, le=600, description="The least a reference-derived timeout can be."
     )
     memory_mb: int = Field(default=512, ge=64, le=1 << 16, description="Address-space limit.")
     max_processes: int = Field(
@@ -127,6 +163,8 @@ class UnitTestsConfig(GraderConfig):
             memory_mb=self.memory_mb,
             max_processes=self.max_processes,
             max_output_bytes=self.max_output_bytes,
+            wall_factor=self.wall_factor,
+            long_after_s=self.long_after_s,
         )
 
 
@@ -229,7 +267,23 @@ def _report_details(report: RunReport | None) -> dict[str, Any] | None:
         "cpu_s": round(report.cpu_s, 4),
         "maxrss_kb": report.maxrss_kb,
         "strays": report.strays,
+        "long": report.long,
     }
+
+
+#: Tasks whose reference run time is remembered.
+_REFERENCE_CACHE = 4096
+
+
+def _slowest_run_s(details: dict[str, Any]) -> float | None:
+    """Return the longest (CPU or wall) time of the runs in a result's details."""
+    runs = [
+        t["sandbox"] for t in details.get("tests", ()) if isinstance(t, dict) and t.get("sandbox")
+    ]
+    if details.get("sandbox"):
+        runs.append(details["sandbox"])
+    times = [max(float(r["cpu_s"]), float(r["wall_s"])) for r in runs]
+    return max(times) if times else None
 
 
 def _outcome_dict(o: UnitOutcome) -> dict[str, Any]:
@@ -253,9 +307,16 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
     #: A thread cannot be killed; readiness says so instead of staying silent.
     stuck_after_s: ClassVar[float] = 60.0
 
-    def __init__(self, pool: SandboxPool | None = None) -> None:
+    def __init__(self, pool: SandboxPool | None = None, suites: SuiteHost | None = None) -> None:
         self._pool = pool
+        #: The trusted pytest process for pytest-kind suites: the process-wide one
+        #: unless given (it holds nothing of any grading between suites).
+        self._own_suites = suites is not None
+        self.suites = suites if suites is not None else SuiteHost.shared()
         self._pool_lock = threading.Lock()
+        self._threads: ThreadPoolExecutor | None = None
+        #: Task key -> the reference's measured run time (None: the reference failed).
+        self._reference_s: OrderedDict[str, float | None] = OrderedDict()
         #: Gradings in flight: key -> (when their runs' deadlines have passed, sample id).
         self._in_flight: dict[int, tuple[float, str]] = {}
         self._keys = itertools.count()
@@ -289,10 +350,28 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.close()
+            if self._threads is not None:
+                self._threads.shutdown(wait=False)
+                self._threads = None
+        if self._own_suites:
+            self.suites.close()
+
+    def _workers(self) -> ThreadPoolExecutor:
+        pool = self.pool
+        with self._pool_lock:
+            if self._threads is None:
+                # One thread per run the pool admits (both lanes), plus one per fast
+                # place waiting its turn: asyncio's default executor (cores + 4)
+                # would cap the runs in flight below what the long lane allows.
+                self._threads = ThreadPoolExecutor(
+                    max_workers=pool.capacity + pool.size, thread_name_prefix="unit-tests"
+                )
+            return self._threads
 
     async def grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Grade one sample in a worker thread (sandbox I/O and trusted tests block)."""
-        return await asyncio.to_thread(self.grade_sync, sample, config)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._workers(), self.grade_sync, sample, config)
 
     def grade_sync(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Grade one sample, blocking; never raises for a bad response or task."""
@@ -301,7 +380,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         # report's grace, twice (a sandbox fault is retried once).
         task = sample.task
         runs = len(task.tests) if task is not None and task.kind == "stdin_stdout" else 1
-        due = time.monotonic() + 2 * max(runs, 1) * (config.timeout_s + REPORT_GRACE_S)
+        wall_s = config.timeout_s * config.wall_factor
+        due = time.monotonic() + 2 * max(runs, 1) * (wall_s + REPORT_GRACE_S)
+        if config.reference_factor is not None and task is not None and task.reference:
+            due += runs * (wall_s + REPORT_GRACE_S)  # the reference's own measurement
         with self._pool_lock:
             self._in_flight[key] = (due, sample.id)
         try:
@@ -343,6 +425,22 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             "stdin_stdout": self._grade_stdio,
             "pytest": self._grade_pytest,
         }[task.kind]
+        if config.reference_factor is not None and task.reference:
+            limited = self._reference_limited(task, config)
+            result = self._grade_retried(grade_kind, code, task, limited)
+            # Say which limit applied: a timeout under a derived limit reads differently.
+            details = {**result.details, "timeout_s": limited.timeout_s}
+            details["timeout_from"] = "reference" if limited is not config else "config"
+            return result.model_copy(update={"details": details})
+        return self._grade_retried(grade_kind, code, task, config)
+
+    def _grade_retried(
+        self,
+        grade_kind: Callable[[str, TaskSpec, UnitTestsConfig], GradeResult],
+        code: str,
+        task: TaskSpec,
+        config: UnitTestsConfig,
+    ) -> GradeResult:
         try:
             return grade_kind(code, task, config)
         except SandboxError:
@@ -350,13 +448,46 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         try:
             return grade_kind(code, task, config)
         except SandboxError as e:
-            return GradeResult.failed(
-                self.name,
-                FailureKind.SANDBOX_ERROR,
-                f"the sandbox failed twice: {e}",
-                grader_version=self.version,
-                retryable=True,
+            return self.failed(
+                FailureKind.SANDBOX_ERROR, f"the sandbox failed twice: {e}", retryable=True
             )
+
+    def _reference_limited(self, task: TaskSpec, config: UnitTestsConfig) -> UnitTestsConfig:
+        """Return ``config`` with the task's timeout derived from its reference's run time.
+
+        The reference is graded once per task (and tests) under ``config``; its
+        slowest run's CPU or wall time, whichever is larger, times
+        ``reference_factor`` (at least ``reference_floor_s``) becomes the
+        timeout, never above the configured one. A reference that does not pass
+        its own tests leaves the configured timeout: a limit measured on broken
+        code would say nothing.
+        """
+        assert task.reference is not None and config.reference_factor is not None
+        key = hashlib.sha256(
+            repr(
+                (task.kind, task.tests, task.entry_point, task.setup_code, task.reference)
+            ).encode()
+        ).hexdigest()
+        with self._pool_lock:
+            known = key in self._reference_s
+            measured = self._reference_s.get(key)
+        if not known:
+            plain = config.model_copy(update={"reference_factor": None, "partial_credit": False})
+            result = self._grade(
+                Sample(id="reference", response=f"```python\n{task.reference}\n```", task=task),
+                plain,
+            )
+            measured = _slowest_run_s(result.details) if result.score == 1.0 else None
+            with self._pool_lock:
+                self._reference_s[key] = measured
+                while len(self._reference_s) > _REFERENCE_CACHE:
+                    self._reference_s.popitem(last=False)
+        if measured is None:
+            return config
+        timeout_s = min(
+            config.timeout_s, max(config.reference_floor_s, config.reference_factor * measured)
+        )
+        return config.model_copy(update={"timeout_s": timeout_s, "reference_factor": None})
 
     def _candidate_fault(
         self,
@@ -405,45 +536,28 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                         return self.failed(FailureKind.COLLECTION_ERROR, str(e))
             channel.check_quiet()
             garbled = channel.broken is not None and channel.broken.reason == "garbled"
+            flags = channel.flags
         report = run.report
+        if report is not None and report.cpu_limited:
+            # SIGXCPU: the channel saw the child exit, but it had used up its CPU time.
+            outcomes = [
+                dataclasses.replace(o, outcome="timeout") if o.outcome == "exited" else o
+                for o in outcomes
+            ]
+            if load_error is not None and load_error[0] == "exited":
+                load_error = ("timeout", load_error[1])
         violations += _observed(report, code)
         if garbled:
-            violations.append(
-                Violation(
-                    type=ViolationType.VERDICT_FORGERY,
-                    detail="the run sent a message that does not follow the protocol",
-                    source="sandbox",
-                )
-            )
+            violations += _channel_violations("garbled")
         if any(o.outcome == "output_limit" for o in outcomes):
-            violations.append(
-                Violation(
-                    type=ViolationType.RESOURCE_ABUSE,
-                    detail="a result over the size cap",
-                    source="sandbox",
-                )
-            )
-        # Not ``ended_by``: the zygote may read our "end" before it sees the exit.
-        exited_early = (
-            report is not None
-            and report.exit_code == 0
-            and (
-                (load_error is not None and load_error[0] == "exited")
-                or any(o.outcome == "exited" for o in outcomes)
-            )
+            violations += _channel_violations("output_limit")
+        exited = (load_error is not None and load_error[0] == "exited") or any(
+            o.outcome == "exited" for o in outcomes
         )
-        raised_exit = any(
-            text.startswith(("SystemExit", "KeyboardInterrupt"))
-            for text in [load_error[1] if load_error else "", *(o.error for o in outcomes)]
-        )
-        if exited_early or raised_exit:
-            violations.append(
-                Violation(
-                    type=ViolationType.EARLY_EXIT,
-                    detail="the candidate tried to end its process before the tests ended",
-                    source="sandbox",
-                )
-            )
+        errors = [load_error[1] if load_error else "", *(o.error for o in outcomes)]
+        violations += _early_exit(report, exited, errors)
+        deceptive = _always_equal(flags)
+        violations += deceptive
         details: dict[str, Any] = {
             "kind": "python_function",
             "verdict": "trusted",
@@ -460,15 +574,15 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                     details,
                     violations,
                 )
-            details["failure_kind"] = (
-                "import_error"
-                if "ImportError" in message or ("ModuleNotFoundError" in message)
-                else "runtime_error"
-            )
+            details["failure_kind"] = _load_failure_kind(message)
             return self.scored(0.0, details=details, violations=tuple(violations))
         passed = sum(o.passed for o in outcomes)
         total = len(outcomes)
         details.update(passed=passed, total=total, tests=[_outcome_dict(o) for o in outcomes])
+        if deceptive:
+            # A value built to pass comparisons says nothing honest about the code.
+            details["passed"] = 0
+            return self.scored(0.0, details=details, violations=tuple(violations))
         if passed == 0 and all(o.outcome == "timeout" for o in outcomes):
             return self._candidate_fault(
                 FailureKind.TIMEOUT,
@@ -559,44 +673,62 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         expected = expected_test_ids(sources)
         if not expected:
             return self.failed(FailureKind.COLLECTION_ERROR, "the test files define no tests")
-        files = {f"tests/{k}": v for k, v in sources.items()}
-        files[f"work/{module}.py"] = code
-        nonce = secrets.token_hex(16)
-        report = self.pool.run_pytest(files, config.limits(), nonce)
-        verdict = cross_check(report.report, report.exit_code, expected, nonce)
-        kinds = {
-            "verdict_forgery": ViolationType.VERDICT_FORGERY,
-            "framework_patching": ViolationType.FRAMEWORK_PATCHING,
-            "early_exit": ViolationType.EARLY_EXIT,
-            "test_skipping": ViolationType.TEST_SKIPPING,
-            "introspection": ViolationType.INTROSPECTION,
-        }
-        violations = _observed(report, code) + [
-            Violation(type=kinds[p], detail=d, source="sandbox") for p, d in verdict.problems
-        ]
-        signals = tampering_signals(code)
-        violations += [
-            Violation(type=kinds[p], detail=d, line=line, source="static") for p, d, line in signals
-        ]
-        # A suite shares the candidate's process: code that reaches for the runner
-        # or the report's descriptor voids the claim even when the claim looks clean.
-        trusted = verdict.trusted and not any(
-            p in ("framework_patching", "verdict_forgery") for p, _, _ in signals
+        if not self.pool.config.pytest:
+            raise SandboxError("this pool was started without pytest support")
+        limits = config.limits()
+        # The candidate loads in a confined child, as for a function task; the
+        # tests run in the trusted pytest host against a proxy of its module.
+        with self.pool.function_run(code, limits) as run:
+            cap = max(limits.max_output_bytes, 1 << 20)
+            suite = self.suites.run(sources, module, run.channel, run.deadline, max_bytes=cap)
+        report = run.report
+        broken = suite.broken
+        if broken == "exited" and report is not None and report.cpu_limited:
+            # SIGXCPU: the channel saw the child exit, but it had used up its CPU time.
+            broken = "timeout"
+        outcomes = tally(suite.outcomes, expected)
+        passed = sum(v == "passed" for v in outcomes.values())
+        violations = _observed(report, code) + _channel_violations(broken)
+        violations += _early_exit(
+            report, broken == "exited", [suite.load_error, suite.broken_detail]
         )
+        # What the candidate's module does to a test runner no longer reaches one
+        # (the tests run elsewhere); it is still worth naming, for the record.
+        violations += [
+            Violation(type=_SIGNALS[p], detail=d, line=line, source="static")
+            for p, d, line in tampering_signals(code)
+        ]
+        deceptive = _always_equal(suite.flags)
+        violations += deceptive
         details: dict[str, Any] = {
             "kind": "pytest",
-            "verdict": "cross_checked",
-            "trusted": trusted,
-            "passed": verdict.passed if trusted else 0,
-            "total": verdict.total,
-            "tests": verdict.outcomes,
+            "verdict": "trusted",
+            "trusted": True,
+            "passed": passed,
+            "total": len(expected),
+            "tests": outcomes,
             "sandbox": _report_details(report),
-            "stdout_tail": report.stdout.decode("utf-8", errors="replace")[-1000:],
+            "stdout_tail": suite.output_tail[-1000:],
         }
-        if not trusted:
-            # A claim that failed the cross-check says nothing about the code: no credit.
+        if deceptive:
+            # A value built to pass comparisons says nothing honest about the code.
+            details["passed"] = 0
             return self.scored(0.0, details=details, violations=tuple(violations))
-        if report.timed_out and verdict.claimed_status is None:
+        if suite.load_error:
+            details["load_error"] = suite.load_error
+            if suite.load_error.startswith("timeout") or broken == "timeout":
+                return self._candidate_fault(
+                    FailureKind.TIMEOUT,
+                    f"loading the code took more than {config.timeout_s:g} s",
+                    config,
+                    details,
+                    violations,
+                )
+            # As for a function task: code that does not load passes nothing.
+            details["failure_kind"] = _load_failure_kind(suite.load_error)
+            details["passed"] = 0
+            return self.scored(0.0, details=details, violations=tuple(violations))
+        if passed == 0 and (suite.timed_out or broken == "timeout"):
             return self._candidate_fault(
                 FailureKind.TIMEOUT,
                 f"the suite ran past {config.timeout_s:g} s",
@@ -604,9 +736,63 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 details,
                 violations,
             )
-        if verdict.collection_error is not None:
+        if suite.collect_errors or suite.status in (2, 3, 4):
+            errors = ", ".join(suite.collect_errors)[:300]
+            message = f"pytest could not collect the tests (status {suite.status}): {errors}"
             return self._candidate_fault(
-                FailureKind.COLLECTION_ERROR, verdict.collection_error, config, details, violations
+                FailureKind.COLLECTION_ERROR, message, config, details, violations
             )
-        score = score_outcomes(verdict.passed, verdict.total, partial_credit=config.partial_credit)
+        score = score_outcomes(passed, len(expected), partial_credit=config.partial_credit)
         return self.scored(score, details=details, violations=tuple(violations))
+
+
+_SIGNALS = {
+    "verdict_forgery": ViolationType.VERDICT_FORGERY,
+    "framework_patching": ViolationType.FRAMEWORK_PATCHING,
+    "early_exit": ViolationType.EARLY_EXIT,
+    "test_skipping": ViolationType.TEST_SKIPPING,
+    "introspection": ViolationType.INTROSPECTION,
+}
+
+
+def _load_failure_kind(message: str) -> str:
+    """Say whether code failed to load on an import or on anything else."""
+    return (
+        "import_error"
+        if "ImportError" in message or "ModuleNotFoundError" in message
+        else ("runtime_error")
+    )
+
+
+def _channel_violations(broken: str | None) -> list[Violation]:
+    """Name what a broken channel says of the candidate: forged frames, an oversized result."""
+    if broken == "garbled":
+        detail = "the run sent a message that does not follow the protocol"
+        return [Violation(type=ViolationType.VERDICT_FORGERY, detail=detail, source="sandbox")]
+    if broken == "output_limit":
+        detail = "a result over the size cap"
+        return [Violation(type=ViolationType.RESOURCE_ABUSE, detail=detail, source="sandbox")]
+    return []
+
+
+def _early_exit(report: RunReport | None, exited: bool, errors: Sequence[str]) -> list[Violation]:
+    """An early-exit violation if the run ended itself (status 0) or raised SystemExit."""
+    # Not ``ended_by``: the zygote may read our "end" before it sees the exit.
+    by_status = exited and report is not None and report.exit_code == 0
+    raised = any(text.startswith(("SystemExit", "KeyboardInterrupt")) for text in errors)
+    if not (by_status or raised):
+        return []
+    detail = "the candidate tried to end its process before the tests ended"
+    return [Violation(type=ViolationType.EARLY_EXIT, detail=detail, source="sandbox")]
+
+
+def _always_equal(flags: Sequence[str]) -> list[Violation]:
+    """Return one ``always_equal`` violation per piece of run-time evidence (pure)."""
+    return [
+        Violation(
+            type=ViolationType.ALWAYS_EQUAL,
+            detail=f"at run time, a value the tests received: {flag}",
+            source="sandbox",
+        )
+        for flag in dict.fromkeys(flags)
+    ]

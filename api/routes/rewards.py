@@ -9,6 +9,7 @@ from starlette.responses import Response
 
 from api.body import json_body_openapi, parse_body
 from api.deps import Caller, ServiceDep
+from api.grading import GradedBatch, render
 from api.schemas import ErrorBody, OpenRLHFRequest, OpenRLHFResponse, RewardRequest, RewardResponse
 from arbiter.adapters.rows import AbstainPolicy
 
@@ -29,8 +30,8 @@ ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 
-def _json(body: bytes, replayed: bool) -> Response:
-    headers = {"Idempotent-Replayed": "true"} if replayed else None
+def _json(body: bytes, batch: GradedBatch) -> Response:
+    headers = {"Idempotent-Replayed": "true"} if batch.replayed else None
     return Response(body, media_type="application/json", headers=headers)
 
 
@@ -54,8 +55,8 @@ async def create_rewards(
     # A RewardRequest, parsed by api.body rather than declared: faster, and each
     # sample is logged as it was sent.
     body, data = parse_body(await request.body(), RewardRequest)
-    content, replayed = await service.grade(body, caller, idempotency_key, sent=data["samples"])
-    return _json(content, replayed)
+    batch = await service.grading.grade_request(body, caller, idempotency_key, sent=data["samples"])
+    return _json(render(batch), batch)
 
 
 @router.post(
@@ -84,5 +85,6 @@ async def openrlhf_reward(
         return Response(
             b'{"rewards":[],"scores":[],"extra_logs":{}}', media_type="application/json"
         )
-    content, replayed = await service.grade_openrlhf(body, caller, rubric, abstain)
-    return _json(content, replayed)
+    answer = await service.openrlhf.grade(body, caller, rubric, abstain)
+    headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+    return Response(service.openrlhf.render(answer), media_type="application/json", headers=headers)

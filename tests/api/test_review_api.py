@@ -37,11 +37,12 @@ def server(start_server: StartServer) -> Server:
     (server.rubric_dir / "reviewed.yaml").write_text(REVIEWED)
     # The agreement test gets a rubric of its own: only its own labels count there.
     (server.rubric_dir / "agreed.yaml").write_text(REVIEWED.replace("reviewed", "agreed"))
+    (server.rubric_dir / "blinded.yaml").write_text(REVIEWED.replace("reviewed", "blinded"))
     deadline = time.monotonic() + 20
     with server.client() as http:
         while time.monotonic() < deadline:
             names = {r["name"] for r in http.get("/v1/rubrics").json()}
-            if {"reviewed", "agreed"} <= names:
+            if {"reviewed", "agreed", "blinded"} <= names:
                 return server
             time.sleep(0.1)
     raise AssertionError("the review rubrics were never loaded")
@@ -84,13 +85,14 @@ def test_roles(server: Server) -> None:
 
 
 def test_a_graded_batch_is_queued_blind_and_labelled(server: Server) -> None:
-    grade(server, "blind", [2, 8])
+    # A rubric of its own: other tests' items in the shared queue must not count here.
+    grade(server, "blind", [2, 8], rubric="blinded")
     grade(server, "none", [2], rubric="efficiency-only")  # samples nothing
     with server.client("reviewer") as http:
         stats = http.get("/v1/review/queue").json()
-        assert set(stats["rubrics"]) == {"reviewed"}
-        assert stats["rubrics"]["reviewed"]["open"] == 2
-        item = claim(http)
+        assert "efficiency-only" not in stats["rubrics"]
+        assert stats["rubrics"]["blinded"]["open"] == 2
+        item = claim(http, "blinded")
         assert item is not None and item["sample_id"] == "blind0"
         assert item["components"] == ["eff", "eff2"]
         assert item["sample"]["response"].startswith("```python")
@@ -138,14 +140,14 @@ def test_a_graded_batch_is_queued_blind_and_labelled(server: Server) -> None:
         again = http.post(f"/v1/review/items/{item['id']}/labels", json=label)
         assert again.status_code == 409
 
-        second = claim(http)
+        second = claim(http, "blinded")
         assert second is not None and second["sample_id"] == "blind1"
         skipped = http.post(
             f"/v1/review/items/{second['id']}/release", json={"lease_token": second["lease_token"]}
         )
         assert skipped.status_code == 204
 
-        export = http.get("/v1/review/export", params={"rubric": "reviewed"})
+        export = http.get("/v1/review/export", params={"rubric": "blinded"})
     assert export.headers["content-type"].startswith("application/x-ndjson")
     rows = [json.loads(line) for line in export.text.splitlines()]
     mine = [r for r in rows if r["sample_id"] == "blind0"]
@@ -156,7 +158,7 @@ def test_a_graded_batch_is_queued_blind_and_labelled(server: Server) -> None:
     # The label is in the store itself, not only in the API's answer.
     store = Store(server.db_url)
     try:
-        labels = ReviewQueue(store).labels("reviewed")
+        labels = ReviewQueue(store).labels("blinded")
     finally:
         store.close()
     assert any(r["sample_id"] == "blind0" and r["comment"] == "returns a constant" for r in labels)
@@ -289,10 +291,46 @@ def test_grader_scores_are_shown_only_when_configured() -> None:
         record=json.dumps(record),
         sample='{"id": "s", "response": "r"}',
     )
-    blind = review_routes._item(claimed, show_scores=False)
-    assert blind.grading is None and blind.components == ["tests"]
+    blind = review_routes._item(claimed, None, default_show=False)
+    assert blind.grading is None and blind.components == ["tests"] and blind.blind
     assert "high_reward" not in blind.model_dump_json() and "0.9" not in blind.model_dump_json()
-    shown = review_routes._item(claimed, show_scores=True)
-    assert shown.grading is not None
+    shown = review_routes._item(claimed, None, default_show=True)
+    assert shown.grading is not None and not shown.blind
     assert shown.grading["reason"] == "high_reward_violation" and shown.grading["reward"] == 0.9
-    assert shown.grading["components"]["tests"]["violations"] == [{"type": "early_exit"}]
+    assert shown.grading["components"]["tests"]["violations"] == [
+        {"type": "early_exit", "detail": "", "line": None, "snippet": None}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("chosen", "default", "blind"), [(True, False, False), (False, True, True)]
+)
+def test_a_rubric_chooses_blind_review_over_the_server_default(
+    chosen: bool, default: bool, blind: bool
+) -> None:
+    rubric = parse_rubric(
+        "name: r\nversion: 1\ncomponents:\n"
+        "  eff: {grader: efficiency, description: Fast enough?, config: {max_turns: 10}}\n"
+        f"review: {{sample_rate: 1.0, show_scores: {str(chosen).lower()}}}\n"
+    )
+    record = {"reward": 0.9, "raw_reward": 0.9, "components": {"eff": {"score": 0.9}}}
+    claimed = ClaimedItem(
+        id=1,
+        reward_id=1,
+        sample_id="s",
+        rubric_name="r",
+        rubric_sha256=rubric.sha256,
+        inclusion_probability=1.0,
+        reason="uniform",
+        required_reviews=1,
+        label_count=0,
+        lease_token="t",
+        lease_expires_at=0.0,
+        record=json.dumps(record),
+        sample='{"id": "s", "response": "r"}',
+    )
+    item = review_routes._item(claimed, rubric, default_show=default)
+    assert item.blind is blind and (item.grading is None) is blind
+    # Guidance is the rubric's, blind or not: its description and its budget.
+    assert item.guidance["eff"].startswith("Fast enough? Pass:")
+    assert "turns at most 10" in item.guidance["eff"]
