@@ -82,6 +82,9 @@ class DriftWatch:
             self.monitor = DriftMonitor.from_state(DriftState.model_validate_json(raw))
         except ValueError:
             logger.exception("saved drift state is unreadable; monitoring starts afresh")
+            return
+        # Alerts still open from before the restart count from the first scrape on.
+        self._publish(self.monitor.open_alerts)
 
     def save(self) -> None:
         """Save the monitor's state."""
