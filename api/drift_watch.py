@@ -121,10 +121,31 @@ class DriftWatch:
         closed = [a.id for a in update.closed]
         if opened or closed:
             self.store.record_alerts(opened, closed, now)
-            for alert in update.opened:
-                logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
+            self._log_opened(update.opened, open_now)
         self._publish(open_now)
         return flags, opened, closed
+
+    @staticmethod
+    def _log_opened(opened: Sequence[Alert], open_now: Sequence[Alert]) -> None:
+        # One warning per incident, not per alert: one shift opens several alerts
+        # at once (streams x detectors), and an alert opening beside others still
+        # open for its rubric joins their incident (see /v1/drift/incidents).
+        new_ids = {a.id for a in opened}
+        for rubric in sorted({a.stream.rubric for a in opened}):
+            mine = [a for a in opened if a.stream.rubric == rubric]
+            ongoing = any(a.stream.rubric == rubric and a.id not in new_ids for a in open_now)
+            messages = "; ".join(a.message for a in mine)
+            extra = {"alerts": [a.id for a in mine], "rubric": rubric}
+            if ongoing:
+                logger.info("drift incident of %s grows: %s", rubric, messages, extra=extra)
+            else:
+                logger.warning(
+                    "drift incident opened on %s (%d alert(s)): %s",
+                    rubric,
+                    len(mine),
+                    messages,
+                    extra=extra,
+                )
 
     def _publish(self, open_now: Sequence[Alert]) -> None:
         # A series that was ever exported drops to 0, not out of the exposition: a

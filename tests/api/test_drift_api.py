@@ -127,6 +127,8 @@ def test_one_reset_per_rubric_closes_its_alerts_and_the_gauge_follows(
         assert incidents[0]["rubric"] == "drifty"
         assert {m["id"] for m in incidents[0]["members"]} == {a["id"] for a in alerts}
         assert {a["incident"] for a in alerts} == {incidents[0]["id"]}
+        # On-call is told once per incident, not once per alert.
+        assert server.log.read_text().count("drift incident opened on drifty") == 1
         before = open_series(http.get("/metrics").text, "drifty")
         assert sum(before.values()) == len(alerts), before
 
