@@ -24,7 +24,15 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from store.tables import api_keys, drift_alerts, drift_state, requests, rewards, rubric_versions
+from store.tables import (
+    api_keys,
+    drift_alerts,
+    drift_state,
+    idempotency_claims,
+    requests,
+    rewards,
+    rubric_versions,
+)
 
 __all__ = [
     "ROLES",
@@ -319,6 +327,15 @@ class Store:
                         for row in rows
                     ]
                     self._insert_rewards(conn, values)
+                if idempotency_key is not None and not self.is_sqlite:
+                    # The claim made before grading (replicas on one store) goes
+                    # with the commit of its response, never before or after it.
+                    conn.execute(
+                        idempotency_claims.delete().where(
+                            idempotency_claims.c.client == client,
+                            idempotency_claims.c.idempotency_key == idempotency_key,
+                        )
+                    )
         except IntegrityError as e:
             if (
                 idempotency_key is not None
