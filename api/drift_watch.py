@@ -265,6 +265,11 @@ class SharedDriftWatch(DriftWatch):
         self._saved_at = 0.0
         self._unsaved = False
         self._missing: set[str] = set()
+        self.leader_gauge = Gauge(
+            "arbiter_drift_monitor_leader",
+            "1 on the replica that runs the shared drift monitor, 0 on the others.",
+            registry=metrics.registry,
+        )
 
     @property
     def leading(self) -> bool:
@@ -316,19 +321,22 @@ class SharedDriftWatch(DriftWatch):
 
     def step(self) -> None:
         """One poll: check or take the lead, follow the log if leading, refresh the flags."""
-        if self.leader.held and not self.leader.check():
-            self._step_down()
-        if not self.leader.held and self.leader.acquire():
-            self._take_over()
-        if self.leader.held:
-            try:
-                self._apply_resets()
-                self._follow()
-            except Exception:
-                # What was read but not saved is read again by whoever leads next.
+        try:
+            if self.leader.held and not self.leader.check():
                 self._step_down()
-                self.leader.release()
-                raise
+            if not self.leader.held and self.leader.acquire():
+                self._take_over()
+            if self.leader.held:
+                try:
+                    self._apply_resets()
+                    self._follow()
+                except Exception:
+                    # What was read but not saved is read again by whoever leads next.
+                    self._step_down()
+                    self.leader.release()
+                    raise
+        finally:
+            self.leader_gauge.set(1 if self.leader.held else 0)
         self._read_flags()
 
     def _take_over(self) -> None:
