@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -167,3 +168,30 @@ def test_one_leader_per_schema(pg_store: Store, postgres_url: str) -> None:
         second.release()
     finally:
         other.close()
+
+
+@pytest.mark.postgres
+def test_replicas_started_together_migrate_one_at_a_time(postgres_url: str) -> None:
+    stores = [Store(postgres_url) for _ in range(3)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(stores))
+
+    def migrate(store: Store) -> None:
+        start.wait()
+        try:
+            store.migrate()
+        except BaseException as e:  # collected and asserted on below
+            errors.append(e)
+
+    threads = [threading.Thread(target=migrate, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        log(stores[0], "after", 1)
+        assert stores[1].count_rewards() == 1
+    finally:
+        for s in stores:
+            s.close()
