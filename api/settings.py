@@ -90,7 +90,9 @@ class Settings(BaseSettings):
     )
     review_show_scores: bool = Field(
         default=False,
-        description="Show reviewers the graders' scores (blind review is the default).",
+        description="ARBITER_REVIEW_SHOW_SCORES: show reviewers the graders' scores, "
+        "violations and sampling reason (blind review is the default); a rubric's "
+        "review.show_scores overrides it for that rubric.",
     )
     review_lease_s: float = Field(default=600.0, gt=0, description="A claimed item's lease.")
     review_required_reviews: int = Field(

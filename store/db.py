@@ -413,6 +413,7 @@ class Store:
         self,
         *,
         rubric_sha256: str | None = None,
+        rubric_name: str | None = None,
         since: float | None = None,
         until: float | None = None,
         sample_ids: Sequence[str] | None = None,
@@ -424,6 +425,8 @@ class Store:
             rewards.c.request_id,
             rewards.c.position,
             rewards.c.sample_id,
+            rewards.c.rubric_name,
+            rewards.c.rubric_version,
             rewards.c.rubric_sha256,
             rewards.c.record,
             rewards.c.sample,
@@ -432,6 +435,8 @@ class Store:
         ).order_by(rewards.c.id)
         if rubric_sha256 is not None:
             query = query.where(rewards.c.rubric_sha256 == rubric_sha256)
+        if rubric_name is not None:
+            query = query.where(rewards.c.rubric_name == rubric_name)
         if since is not None:
             query = query.where(rewards.c.created_at >= since)
         if until is not None:
