@@ -64,7 +64,8 @@ class Server:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + 60
+        # Start-up takes seconds, and far longer on a loaded machine.
+        deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log.read_text()[-3000:]}")
@@ -74,6 +75,7 @@ class Server:
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
+        self.kill()  # not left running behind a failed test
         raise RuntimeError(f"server not ready: {self.log.read_text()[-3000:]}")
 
     def kill(self, sig: int = signal.SIGKILL) -> None:

@@ -75,3 +75,21 @@ def test_rejections_point_at_the_culprit(text, fragment, col):
 def test_no_value_is_an_error_not_a_number(text):
     with pytest.raises(FormulaEvalError):
         compile_formula(text, NAMES).evaluate(ENV)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("tests * 1e999", "too large to be a float"),
+        ("tests * " + "9" * 400, "too large to be a float"),
+        ("tests * " + "9" * 5_000, "characters; the limit is"),
+        ("-" * 100 + "tests", "nests deeper than"),
+        ("max(" + ", ".join(["tests"] * 200) + ")", "more than 256 terms"),
+        ("(" * 300 + "tests" + ")" * 300, "not a valid expression"),
+    ],
+)
+def test_formulas_over_the_size_limits_are_refused_when_compiled(text, match):
+    # Each of these once overflowed, recursed into a RecursionError, or cost
+    # seconds per sample to evaluate.
+    with pytest.raises(FormulaError, match=match):
+        compile_formula(text, NAMES)

@@ -328,3 +328,30 @@ def test_review_may_choose_blind_or_open_review():
     rubric = parse_rubric(GOOD + "review: {show_scores: true}\n", source="r.yaml")
     assert rubric.spec.review.show_scores is True
     assert parse_rubric(GOOD, source="r.yaml").spec.review.show_scores is None
+
+
+def _laughs(levels: int) -> str:
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"l{i}: &l{i} [" + ", ".join([f"*l{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("tail", "match"),
+    [
+        (_laughs(9), "once aliases are expanded"),
+        ("x: " + "[" * 5_000 + "]" * 5_000 + "\n", "nested deeper than 32"),
+        ("".join(f"a{i}: &a{i} 1\nb{i}: *a{i}\n" for i in range(101)), "more than 100 aliases"),
+        ("x: " + "9" * 5_000 + "\n", "invalid YAML"),
+    ],
+)
+def test_documents_over_the_budget_are_a_rubric_error(tail, match):
+    text = "name: big\nversion: 1\ncomponents:\n  e: {grader: efficiency}\n" + tail
+    with pytest.raises(RubricError, match=match):
+        parse_rubric(text)
+
+
+def test_a_version_beyond_32_bits_is_refused():
+    text = "name: big\nversion: 2147483648\ncomponents:\n  e: {grader: efficiency}\n"
+    with pytest.raises(RubricError, match="less than or equal to 2147483647"):
+        parse_rubric(text)
