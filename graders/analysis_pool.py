@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import select
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 
@@ -26,27 +28,30 @@ WarmUp = Callable[[], None]
 def _warm_worker(server_pid: int, warm_ups: tuple[WarmUp, ...]) -> None:
     """Tie a fresh pool worker's life to the server's, then run every warm-up.
 
-    The worker's parent is the forkserver, which exits when the server does
-    (even on SIGKILL: it reads EOF on the pipe the server held). The kernel
-    then kills the worker; if the server was already gone, the worker leaves now.
+    The worker's parent is the forkserver, and the forkserver exits only once
+    every holder of its "alive" pipe is gone, workers included: so the worker
+    watches the server itself (a pidfd, readable once the server has exited,
+    even by SIGKILL) and leaves with it. The forkserver then sees EOF and
+    exits, and PDEATHSIG covers a forkserver that dies first.
     """
     from graders.sandbox._linux import set_pdeathsig
 
     set_pdeathsig(signal.SIGKILL)
-    if not _alive(server_pid):
+    try:
+        server = os.pidfd_open(server_pid)
+    except ProcessLookupError:
         os._exit(0)
+    threading.Thread(
+        target=_exit_with, args=(server,), name="arbiter-server-watch", daemon=True
+    ).start()
     for warm_up in warm_ups:
         warm_up()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+def _exit_with(pidfd: int) -> None:
+    """Block until the process behind ``pidfd`` exits, then leave at once."""
+    select.select([pidfd], [], [])
+    os._exit(0)
 
 
 class WorkerPool:
