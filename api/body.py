@@ -54,7 +54,7 @@ def parse_body(raw: bytes, model: type[M]) -> tuple[M, Any]:
                 {
                     "type": "json_invalid",
                     "loc": ("body", e.pos),
-                    "msg": f"JSON decode error: {e.msg}",
+                    "msg": "JSON decode error",
                     "input": {},
                     "ctx": {"error": e.msg},
                 }
