@@ -9,10 +9,15 @@ Three task kinds, each with a verdict the candidate cannot write itself:
 * ``stdin_stdout``: each case runs the program in a fresh confined child and
   this side compares the output (exact, whitespace-insensitive, or with a float
   tolerance);
-* ``pytest``: test files that import the candidate run inside the sandbox
-  under hardened flags; their report is cross-checked against the test ids
-  collected here, and signs of tampering become violations
-  (:mod:`graders.sandbox.pytest_run`).
+* ``pytest``: the candidate's module loads in a confined child, and the test
+  files run in a separate trusted pytest process against a stand-in module
+  whose globals are decoded data or handles into the child
+  (:mod:`graders.sandbox.suite_host`); outcomes are tallied against the test
+  ids collected here with ``ast``.
+
+In every kind the sandbox side also reports values built to deceive a
+comparison (a builtin subclass with its own ``__eq__``, an object equal to
+anything); the grader names them ``always_equal`` and scores 0.
 
 Failures are typed: ``no_code``, ``syntax_error``, ``collection_error`` (the
 tests themselves are broken), ``timeout`` (nothing passed before the deadline),

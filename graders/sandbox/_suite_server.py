@@ -36,14 +36,7 @@ import pytest
 from graders.sandbox import _linux as kernel
 from graders.sandbox._pytest_runner import FLAGS, Collector
 from graders.sandbox.frames import recv_frame_with_fds, send_frame
-from graders.sandbox.proxy import (
-    CandidateError,
-    Channel,
-    ChannelBroken,
-    LoadResult,
-    Uncrossable,
-    candidate_exception_class,
-)
+from graders.sandbox.proxy import Channel, ChannelBroken, LoadResult, candidate_exception_class
 
 _CONTROL_MAX_BYTES = 64 << 20
 _BROKEN = ("timeout", "exited", "garbled", "output_limit")
@@ -185,8 +178,9 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int) -> None:
             collected=collector.collected,
             collect_errors=collector.collect_errors,
         )
-    except (ChannelBroken, Uncrossable, CandidateError):
-        # Building the module met a dead or garbled run: every test fails below.
+    except BaseException:
+        # Building the module met a dead or garbled run, or a name list that the
+        # module refuses (a forged load report): every test fails, and says why.
         report["error"] = traceback.format_exc(limit=3)[-2000:]
     with contextlib.suppress(Exception):
         sys.stdout.flush()

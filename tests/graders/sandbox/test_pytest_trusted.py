@@ -286,3 +286,20 @@ def test_a_forged_name_list_sets_nothing_strange(grader: UnitTestsGrader, name: 
         suite("from solution import add\n\ndef test_a():\n    assert add(1, 2) == 3\n"),
     )
     assert result.score is None or result.score < 1.0
+
+
+def test_function_tasks_report_deceptive_values_too(grader: UnitTestsGrader) -> None:
+    # The function kind's verdict already holds (data compare honestly); the
+    # evidence now reaches the grader's own result, under any rubric.
+    task = TaskSpec(
+        kind="python_function",
+        tests="def check(candidate):\n    assert candidate(2) == 4\n",
+        entry_point="square",
+    )
+    code = "class Int(int):\n    __eq__ = lambda s, o: True\n\ndef square(x):\n    return Int(5)\n"
+    result = grade(grader, code, task)
+    assert result.score == 0.0
+    (violation,) = [v for v in result.violations if v.type == ViolationType.ALWAYS_EQUAL]
+    assert "Int (a subclass of int) defines its own __eq__" in violation.detail
+    honest = "def square(x):\n    return x * x\n"
+    assert grade(grader, honest, task).score == 1.0
