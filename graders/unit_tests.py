@@ -46,7 +46,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from graders.base import Grader, GraderConfig
-from graders.code import extract_code
+from graders.program import program_of
 from graders.sandbox import (
     LAYERS,
     Channel,
@@ -148,8 +148,8 @@ class UnitTestsConfig(GraderConfig):
     fail_as_zero: bool = Field(
         default=False,
         description=(
-            "Score candidate faults that have a typed failure (syntax_error, timeout) as 0.0 "
-            "instead of leaving them unscored."
+            "Score candidate faults that have a typed failure (no_code, syntax_error, timeout) "
+            "as 0.0 instead of leaving them unscored."
         ),
     )
 
@@ -404,9 +404,12 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         with warnings.catch_warnings():
             # The candidate's own warnings (invalid escapes) are not ours to show.
             warnings.simplefilter("ignore")
-            extracted = extract_code(sample.response, which=config.code_blocks)
+            # The prompt counts when the completion continues it (graders.program).
+            extracted = program_of(sample, which=config.code_blocks)
         if extracted is None:
-            return self.failed(FailureKind.NO_CODE, "no Python code found in the response")
+            return self._candidate_fault(
+                FailureKind.NO_CODE, "no Python code found in the response", config, {}
+            )
         code = extracted.code
         try:
             with warnings.catch_warnings():
