@@ -26,6 +26,7 @@ import collections
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +152,7 @@ class RayExecutor(GradingExecutor):
         self._queued = 0
         self._in_flight = 0
         self._started = False
+        self._start_lock = threading.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._stats: collections.Counter[str] = collections.Counter()
         self._by_node: collections.Counter[str] = collections.Counter()
@@ -159,8 +161,11 @@ class RayExecutor(GradingExecutor):
 
     def start(self) -> None:
         """Connect to the cluster and start the actors (idempotent; blocks until they answer)."""
-        if self._started:
-            return
+        with self._start_lock:
+            if not self._started:
+                self._start()
+
+    def _start(self) -> None:
         if not ray.is_initialized():
             pythonpath = os.pathsep.join(
                 p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
@@ -236,7 +241,16 @@ class RayExecutor(GradingExecutor):
     async def grade(self, grader: str, sample: Sample, config: GraderConfig) -> GradeResult:
         """Queue one job under the current tenant and wait for its one result."""
         if not self._started:
-            await asyncio.to_thread(self.start)
+            try:
+                await asyncio.to_thread(self.start)
+            except (ray.exceptions.RayError, ConnectionError) as e:
+                # The cluster could not give us actors: infrastructure, not the candidate.
+                return GradeResult.failed(
+                    grader,
+                    FailureKind.SANDBOX_ERROR,
+                    f"the Ray cluster could not start grader actors: {e}",
+                    retryable=True,
+                )
         future: asyncio.Future[GradeResult] = asyncio.get_running_loop().create_future()
         self._enqueue(_Job(grader, sample, config, current_tenant(), future))
         self._pump()

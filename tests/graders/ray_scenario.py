@@ -14,6 +14,8 @@ import sys
 from typing import Any
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# The machine is shared: Ray's memory monitor would kill workers for what others use.
+os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
 
 from ray.cluster_utils import Cluster
 
@@ -118,6 +120,81 @@ async def fairness(executor: RayExecutor) -> list[str]:
     return order
 
 
+def http_back_pressure(address: str) -> dict[str, Any]:
+    """``arbiter serve`` on the cluster with a small queue: a batch over it gets 429."""
+    import socket
+    import subprocess
+    import tempfile
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = tempfile.mkdtemp(prefix="arbiter-ray-serve-")
+    env = {
+        **os.environ,
+        "ARBITER_DATABASE_URL": f"sqlite:///{root}/arbiter.db",
+        "ARBITER_PORT": str(port),
+        "ARBITER_AUTH": "disabled",
+        "ARBITER_RAY_ADDRESS": address,
+        # python-codegen has five components: two samples (10 jobs) fit, five (25) do not.
+        "ARBITER_RAY_MAX_QUEUE": "12",
+        "ARBITER_DRIFT_ENABLED": "false",
+    }
+    log = open(f"{root}/serve.log", "wb")  # noqa: SIM115 - the server's, closed below
+    server = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "serve"], env=env, stdout=log, stderr=log
+    )
+    url = f"http://127.0.0.1:{port}"
+    out: dict[str, Any] = {}
+    try:
+        give_up = time.monotonic() + 90
+        while True:  # readiness of a process we started, not the behaviour under test
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > give_up or server.poll() is not None:
+                with open(f"{root}/serve.log") as f:
+                    raise RuntimeError(f.read()[-3000:])
+            time.sleep(0.2)
+
+        def body(n: int) -> dict[str, Any]:
+            samples = [
+                {
+                    "id": f"h{i}",
+                    "response": f"```python\n{CODES['right']}```",
+                    "task": {"kind": "python_function", "tests": TESTS, "entry_point": "f"},
+                }
+                for i in range(n)
+            ]
+            return {"rubric": "python-codegen", "samples": samples}
+
+        with httpx.Client(base_url=url, timeout=180) as http:
+            over = http.post("/v1/rewards", json=body(5))
+            fits = http.post("/v1/rewards", json=body(2))
+        out["over"] = {
+            "status": over.status_code,
+            "retry_after": over.headers.get("retry-after"),
+            "code": over.json().get("code"),
+        }
+        rewards = fits.json().get("rewards", []) if fits.status_code == 200 else []
+        out["fits"] = {
+            "status": fits.status_code,
+            "tests": [r["components"]["tests"]["score"] for r in rewards],
+            "failures": [r["components"]["tests"].get("failure") for r in rewards],
+            "text": fits.text[:500] if fits.status_code != 200 else "",
+        }
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        log.close()
+    return out
+
+
 def main() -> None:
     cluster = Cluster(
         initialize_head=True,
@@ -171,6 +248,8 @@ def main() -> None:
         executor.concurrency = 1
         result["fair_order"] = run(fairness(executor))
         result["stats"] = executor.stats()
+        executor.close()  # its actors' CPUs go to the server's executor
+        result["http"] = http_back_pressure(cluster.address)
     finally:
         import ray
 

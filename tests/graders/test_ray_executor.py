@@ -100,3 +100,13 @@ def test_a_small_tenant_is_not_queued_behind_a_big_one(scenario: dict[str, Any])
     # first dozen, although thirty of the big tenant's were queued before them.
     last_small = max(i for i, who in enumerate(order) if who == "small")
     assert last_small < 12, order
+
+
+def test_a_full_cluster_queue_reaches_http_as_429_with_retry_after(
+    scenario: dict[str, Any],
+) -> None:
+    http = scenario["http"]
+    assert http["over"] == {"status": 429, "retry_after": "1", "code": "cluster_busy"}
+    # A batch that fits is graded on the cluster.
+    assert http["fits"]["status"] == 200, http["fits"]["text"]
+    assert http["fits"]["tests"] == [1.0, 1.0], http["fits"]["failures"]
