@@ -77,8 +77,8 @@ def executor_part() -> dict[str, Any]:
         ray_s = time.perf_counter() - started
     finally:
         executor.close()
-        ray.shutdown()  # type: ignore[no-untyped-call]
-        cluster.shutdown()
+        ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
     same = [a.score for a in here] == [b.score for b in there]
     return {"items": len(samples), "local_s": local_s, "ray_s": ray_s, "same": same}
 
@@ -193,8 +193,8 @@ def workers_part() -> dict[str, Any]:
         out["fast_p50_mixed_no_lanes_ms"] = fifo["fast_p50_ms"]
         executor.close()
     finally:
-        ray.shutdown()  # type: ignore[no-untyped-call]
-        cluster.shutdown()
+        ray.shutdown()
+        cluster.shutdown()  # type: ignore[no-untyped-call]
     out["rate"] = rates
     return out
 
