@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["LIBRARY_DIR", "Settings"]
@@ -73,9 +73,11 @@ class Settings(BaseSettings):
     openrlhf_rubric: str | None = Field(
         default=None, description="Rubric for POST /get_reward when the request names none."
     )
-    openrlhf_abstain_value: float = Field(
-        default=0.0,
-        description="What /get_reward reports for an abstained reward (it needs floats).",
+    openrlhf_abstain: Literal["zero", "group_mean", "raise"] = Field(
+        default="raise",
+        description="What /get_reward answers for an abstained reward (OpenRLHF needs floats): "
+        "zero, the mean of its group's scored rewards in the request, or a 422 "
+        "(reward_abstained). Abstentions are counted in extra_logs either way.",
     )
     openrlhf_dedupe_window_s: float = Field(
         default=900.0,
@@ -85,9 +87,28 @@ class Settings(BaseSettings):
     drift_enabled: bool = Field(
         default=True, description="Watch every rubric's components for drift (see /v1/drift)."
     )
+    drift_monitor: Literal["auto", "local", "shared"] = Field(
+        default="auto",
+        description="'local': this process feeds its own monitor batch by batch (one process); "
+        "'shared': one monitor over every replica on the store, run by the replica holding "
+        "its lock, following the reward log. 'auto' is local on SQLite, shared otherwise.",
+    )
+    drift_poll_interval_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="Shared drift monitor: how often the log is followed and alerts read back.",
+    )
+    idempotency_wait_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="How long a request waits for another replica grading the same "
+        "Idempotency-Key before answering 409 (shared stores only).",
+    )
     review_show_scores: bool = Field(
         default=False,
-        description="Show reviewers the graders' scores (blind review is the default).",
+        description="ARBITER_REVIEW_SHOW_SCORES: show reviewers the graders' scores, "
+        "violations and sampling reason (blind review is the default); a rubric's "
+        "review.show_scores overrides it for that rubric.",
     )
     review_lease_s: float = Field(default=600.0, gt=0, description="A claimed item's lease.")
     review_required_reviews: int = Field(
@@ -114,6 +135,23 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [Path(part) for part in value.split(":") if part]
         return value
+
+    @model_validator(mode="after")
+    def _shared_needs_a_server_database(self) -> Settings:
+        """Refuse a shared drift monitor on SQLite, where every process would lead."""
+        if self.drift_monitor == "shared" and self.database_url.startswith("sqlite"):
+            raise ValueError(
+                "ARBITER_DRIFT_MONITOR=shared needs a server database (PostgreSQL) that "
+                "elects one leader; with SQLite run one process and 'local' (or 'auto')"
+            )
+        return self
+
+    @property
+    def shared_drift(self) -> bool:
+        """Whether the drift monitor is the one shared by every replica on the store."""
+        if self.drift_monitor == "auto":
+            return not self.database_url.startswith("sqlite")
+        return self.drift_monitor == "shared"
 
     def watched_dirs(self) -> list[Path]:
         """Rubric folders to load and watch, the library first."""
