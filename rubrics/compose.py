@@ -62,17 +62,7 @@ def compose(
         raise ValueError(f"no result for components {absent} of rubric {rubric.name!r}")
 
     outcomes = {
-        name: ComponentOutcome(
-            score=results[name].score,
-            weight=c.weight,
-            required=c.required,
-            grader=results[name].grader,
-            grader_version=results[name].grader_version,
-            failure=results[name].failure,
-            violations=results[name].violations,
-            details=results[name].details,
-            latency_s=results[name].latency_s,
-        )
+        name: ComponentOutcome.of(results[name], weight=c.weight, required=c.required)
         for name, c in rubric.components.items()
     }
     graders = {o.grader: o.grader_version for o in outcomes.values()}
