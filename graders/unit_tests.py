@@ -12,7 +12,7 @@ Three task kinds, each with a verdict the candidate cannot write itself:
 * ``pytest``: test files that import the candidate run inside the sandbox
   under hardened flags; their report is cross-checked against the test ids
   collected here, and signs of tampering become violations
-  (:mod:`graders.sandbox.pytest_run`).
+  (:mod:`graders.sandbox.suites`, run by :mod:`graders.sandbox._pytest_runner`).
 
 Failures are typed: ``no_code``, ``syntax_error``, ``collection_error`` (the
 tests themselves are broken), ``timeout`` (nothing passed before the deadline),
