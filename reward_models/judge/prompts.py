@@ -34,6 +34,22 @@ def _defang(text: str) -> str:
     return text.replace("<<<", "< < <").replace(">>>", "> > >")
 
 
+def _reference_block(template: str, reference: str | None, **fields: object) -> str:
+    """Fill the template's ``_reference`` part, or nothing without a reference."""
+    if reference is None:
+        return ""
+    return load_template(f"{template}_reference").format(reference=_defang(reference), **fields)
+
+
+def _messages(template: str, user: str) -> Messages:
+    """The template's ``_system`` part, where it has one, then the user turn."""
+    messages: Messages = []
+    with contextlib.suppress(ConfigurationError):
+        messages.append({"role": "system", "content": load_template(f"{template}_system").strip()})
+    messages.append({"role": "user", "content": user})
+    return messages
+
+
 def render_prompt(
     template: str,
     *,
@@ -45,11 +61,7 @@ def render_prompt(
     """Build the judge's chat messages from ``template`` (and its _system, _reference parts)."""
     max_level = len(criterion.levels)
     levels = "\n".join(f"Score {lv.score}: {lv.description}" for lv in criterion.levels)
-    reference_block = ""
-    if reference is not None:
-        reference_block = load_template(f"{template}_reference").format(
-            reference=_defang(reference), max_level=max_level
-        )
+    reference_block = _reference_block(template, reference, max_level=max_level)
     user = load_template(template).format(
         instruction=_defang(instruction),
         response=_defang(response),
@@ -60,11 +72,7 @@ def render_prompt(
         levels=levels,
         max_level=max_level,
     )
-    messages: Messages = []
-    with contextlib.suppress(ConfigurationError):
-        messages.append({"role": "system", "content": load_template(f"{template}_system").strip()})
-    messages.append({"role": "user", "content": user})
-    return messages
+    return _messages(template, user)
 
 
 def render_pairwise_prompt(
@@ -78,11 +86,7 @@ def render_pairwise_prompt(
     reference: str | None = None,
 ) -> Messages:
     """Build a pairwise judge's messages from ``template`` (and its _system, _reference parts)."""
-    reference_block = ""
-    if reference is not None:
-        reference_block = load_template(f"{template}_reference").format(
-            reference=_defang(reference)
-        )
+    reference_block = _reference_block(template, reference)
     user = load_template(template).format(
         instruction=_defang(instruction),
         response_a=_defang(response_a),
@@ -92,8 +96,4 @@ def render_pairwise_prompt(
         criterion=criterion,
         criterion_description=criterion_description,
     )
-    messages: Messages = []
-    with contextlib.suppress(ConfigurationError):
-        messages.append({"role": "system", "content": load_template(f"{template}_system").strip()})
-    messages.append({"role": "user", "content": user})
-    return messages
+    return _messages(template, user)
