@@ -222,9 +222,15 @@ def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
         ),
         "</div><h2>Moved most</h2>",
         _table(
-            ["sample", "old", "new", "Δ"],
+            ["sample", "old", "new", "Δ", "rules that moved it"],
             [
-                [escape(str(m["sample_id"])), _fmt(m["old"]), _fmt(m["new"]), _fmt(m["delta"])]
+                [
+                    escape(str(m["sample_id"])),
+                    _fmt(m["old"]),
+                    _fmt(m["new"]),
+                    _fmt(m["delta"]),
+                    escape("; ".join(m.get("rules", []))),
+                ]
                 for m in summary["moved"]
             ],
         ),

@@ -498,7 +498,8 @@ def test_suite_monkeypatching_pytest_internals(grader: UnitTestsGrader) -> None:
 
 
 def test_suite_patching_pytest_without_naming_underscore_pytest(grader: UnitTestsGrader) -> None:
-    # Reach the internals through sys.modules: the static scan cannot see it, the runner can.
+    # Reach the internals through sys.modules, which the static scan cannot see:
+    # the suite runs in the trusted pytest process, so there is none to patch.
     code = (
         "import sys\n"
         "mod = sys.modules['_' + 'pytest.python']\n"
@@ -506,7 +507,7 @@ def test_suite_patching_pytest_without_naming_underscore_pytest(grader: UnitTest
     )
     result = grade(grader, code, SUITE)
     assert result.score == 0.0
-    assert ViolationType.FRAMEWORK_PATCHING in violation_types(result)
+    assert "KeyError" in result.details["load_error"]
 
 
 def test_suite_forged_report_and_early_exit(grader: UnitTestsGrader) -> None:
