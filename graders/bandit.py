@@ -24,6 +24,9 @@ such lines are marked ``under_nosec``.
 
 The cache lives in :mod:`graders.static_analysis`; the process pool shared
 with the radon grader in :mod:`graders.analysis_pool`.
+
+One module, one concept: the bandit grader — running bandit in-process, the ``# nosec``
+policy, the score and the config change together, and nothing else uses them.
 """
 
 from __future__ import annotations

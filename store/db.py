@@ -3,6 +3,10 @@
 Every method is synchronous and short; the service calls them from a worker
 thread. Each request's rewards are written in one transaction, committed
 before the response is sent, so an acknowledged reward survives a crash.
+
+One module, one concept: the store's interface — every table's reads and writes behind
+one class, so that a test or a replica swaps one URL and nothing else (the review queue,
+with its leases, lives in :mod:`store.review`).
 """
 
 from __future__ import annotations
