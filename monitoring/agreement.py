@@ -21,8 +21,9 @@ reviewer 95, kappa can be 0.0 while AC1 is 0.9, and only the table says why.
 
 One module, one concept: grader-versus-human agreement — the statistics share one
 weighting and one bootstrap. The bootstrap is written here, not taken from
-``scipy.stats.bootstrap``: it resamples weighted pairs and drops the resamples where a statistic is undefined (a rater constant
-in the resample), where scipy's would turn the whole interval into NaN.
+``scipy.stats.bootstrap``: it resamples weighted pairs and drops the resamples where a
+statistic is undefined (a rater constant in the resample), where scipy's would turn the
+whole interval into NaN.
 """
 
 from __future__ import annotations
