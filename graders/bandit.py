@@ -55,6 +55,7 @@ from pydantic import Field, field_validator
 
 from graders.analysis_pool import shared_pool
 from graders.base import Grader, GraderConfig
+from graders.program import prompt_text
 from graders.static_analysis import StaticAnalyzer, analyse_response
 from graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
 
@@ -464,7 +465,12 @@ class BanditGrader(Grader[BanditConfig]):
     async def grade(self, sample: Sample, config: BanditConfig) -> GradeResult:
         """Run bandit on the response's code and score its findings."""
         outcome = await analyse_response(
-            self, self.analyzer, sample.response, config.code_block, config.selection()
+            self,
+            self.analyzer,
+            sample.response,
+            config.code_block,
+            config.selection(),
+            prompt=prompt_text(sample),
         )
         if isinstance(outcome, GradeResult):
             return outcome

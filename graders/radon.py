@@ -43,6 +43,7 @@ from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-un
 
 from graders.analysis_pool import shared_pool
 from graders.base import Grader, GraderConfig
+from graders.program import prompt_text
 from graders.static_analysis import StaticAnalyzer, analyse_response
 from graders.types import GradeResult, Sample
 
@@ -451,7 +452,12 @@ class RadonGrader(Grader[RadonConfig]):
     async def grade(self, sample: Sample, config: RadonConfig) -> GradeResult:
         """Measure the response's code with radon and score it."""
         outcome = await analyse_response(
-            self, self.analyzer, sample.response, config.code_block, config.options()
+            self,
+            self.analyzer,
+            sample.response,
+            config.code_block,
+            config.options(),
+            prompt=prompt_text(sample),
         )
         if isinstance(outcome, GradeResult):
             return outcome

@@ -245,6 +245,14 @@ class Store:
         config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         with self.engine.begin() as conn:
+            if not self.is_sqlite:
+                # Replicas started together migrate one at a time: the others
+                # wait here, then find the schema current. Per schema, for the
+                # lock is database-wide.
+                schema = conn.execute(text("SELECT current_schema()")).scalar_one()
+                digest = hashlib.blake2b(f"{schema}\x00arbiter-migrate".encode(), digest_size=8)
+                key = int.from_bytes(digest.digest(), "big", signed=True)
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
 
