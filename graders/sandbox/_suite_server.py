@@ -36,10 +36,9 @@ import pytest
 
 from graders.sandbox import _linux as kernel
 from graders.sandbox._pytest_runner import FLAGS, Collector
-from graders.sandbox.frames import recv_frame_with_fds, send_frame
+from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
 from graders.sandbox.proxy import Channel, ChannelBroken, LoadResult, candidate_exception_class
 
-_CONTROL_MAX_BYTES = 64 << 20
 _BROKEN = ("timeout", "exited", "garbled", "output_limit")
 
 
@@ -237,7 +236,7 @@ def main() -> None:
     send_frame(ctrl, {"op": "ready", "pid": os.getpid()})
     while True:
         try:
-            request, fds = recv_frame_with_fds(ctrl, max_bytes=_CONTROL_MAX_BYTES)
+            request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
         except EOFError:
             break
         if len(fds) != 2:

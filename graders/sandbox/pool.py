@@ -32,7 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from graders.sandbox import codec
-from graders.sandbox.frames import ChannelClosed, ChannelTimeout, recv_frame, send_frame
+from graders.sandbox.frames import (
+    CONTROL_MAX_BYTES,
+    ChannelClosed,
+    ChannelTimeout,
+    recv_frame,
+    send_frame,
+)
 
 __all__ = [
     "DEFAULT_LAZY",
@@ -159,7 +165,6 @@ _zygote.main()
 _START_TIMEOUT_S = 30.0
 #: Time the zygote may take beyond a run's own deadline to kill, sweep and report.
 REPORT_GRACE_S = 5.0
-_CONTROL_MAX_BYTES = 64 << 20
 #: Per slot: run directories (zygote), the suite's tests (read-only to runs), its work dir.
 _SLOT_DIRS = ("runs", "tests", "work")
 
@@ -532,7 +537,7 @@ class _Slot:
             )
             ready = recv_frame(
                 ours,
-                max_bytes=_CONTROL_MAX_BYTES,
+                max_bytes=CONTROL_MAX_BYTES,
                 deadline=time.monotonic() + _START_TIMEOUT_S,
             )
         except (OSError, EOFError, ValueError) as e:
@@ -610,7 +615,7 @@ class _Slot:
             if end:
                 send_frame(self.ctrl, {"op": "end", "seq": seq})
             while True:
-                message = recv_frame(self.ctrl, max_bytes=_CONTROL_MAX_BYTES, deadline=deadline)
+                message = recv_frame(self.ctrl, max_bytes=CONTROL_MAX_BYTES, deadline=deadline)
                 if message.get("op") == "done" and message.get("seq") == seq:
                     return RunReport.parse(message)
         except (ChannelClosed, ChannelTimeout, OSError, ValueError, KeyError) as e:
