@@ -518,4 +518,6 @@ class SharedDriftWatch(DriftWatch):
                 key.rubric, key.component, key.version, time.time()
             )
             self.log.request_reset(key.rubric, key.component, key.version)
+        # The gauge and the flags follow the reset at once, not at the next poll.
+        self._read_flags()
         return closed

@@ -22,6 +22,9 @@ metric is at or better than ``ok``; beyond it, with ``d`` the distance from
 ``worst`` may lie above ``ok`` (higher is worse: complexity) or below it (lower
 is worse: the maintainability index). The terms combine by weighted mean,
 minimum or product.
+
+One module, one concept: the radon grader — its measurement, its curves and its config
+are read together whenever its score is in question, and nothing else uses them.
 """
 
 from __future__ import annotations

@@ -543,8 +543,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             garbled = channel.broken is not None and channel.broken.reason == "garbled"
             flags = channel.flags
         report = run.report
-        if report is not None and report.cpu_limited:
-            # SIGXCPU: the channel saw the child exit, but it had used up its CPU time.
+        if report is not None and report.timed_out:
+            # SIGXCPU, or the zygote's wall clock beat ours by a hair: the channel saw
+            # the child exit, but what ended it was its time running out.
             outcomes = [
                 dataclasses.replace(o, outcome="timeout") if o.outcome == "exited" else o
                 for o in outcomes

@@ -138,6 +138,11 @@ class RubricCatalog:
         line-numbered issues) and skipped; the versions it had before stay in
         place. ``save`` runs before a new version is published: if it raises,
         the version stays out and the file is tried again at the next scan.
+
+        The service calls this on an interval rather than on file events
+        (``watchfiles``): the same interval must poll the store for versions
+        other replicas saved, which no file watcher sees, and a stat per rubric
+        file is all an unchanged folder costs.
         """
         added = []
         for directory in directories:

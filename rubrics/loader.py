@@ -15,6 +15,9 @@ file is still checked with the tabs read as spaces.
 Whatever the text, parsing raises :class:`RubricError` and nothing else, and its
 cost is bounded before the document is built: a budget of nodes (counted as
 aliases expand), of aliases and of nesting depth (:data:`YAML_LIMITS`).
+
+One module, one concept: reading a rubric file — the three passes share the line map of
+the YAML document, and every error they raise must point into it.
 """
 
 from __future__ import annotations

@@ -68,7 +68,12 @@ class _Batcher(Generic[ResultT]):
     async def _deliver(self, batch: list[tuple[dict[str, Any], asyncio.Future[ResultT]]]) -> None:
         try:
             results = await self._send([sample for sample, _ in batch])
+            if len(results) != len(batch):
+                raise RuntimeError(
+                    f"the batch sender answered {len(results)} results for {len(batch)} samples"
+                )
         except BaseException as e:
+            # Every caller of the batch gets the error: none may wait forever.
             for _, future in batch:
                 if not future.done():
                     future.set_exception(e)

@@ -17,7 +17,8 @@ task spec becomes the task, see :mod:`arbiter.adapters.rows`); from
 ``extra_info``, the prompt (``prompt`` or ``question``), the group
 (``uid`` when present, else ``data_source`` with the dataset ``index``, which all
 rollouts of one prompt share), ``num_turns`` (verl fills it) and the response
-length (``response_length``) as metrics.
+length (``response_length``) as metrics. verl's own managers pass neither the
+``uid`` nor the response length: :mod:`arbiter.adapters.verl_manager` adds both.
 
 Every call returns the same keys, because verl stacks them across the batch
 into ``reward_extra_info``: ``score``; ``abstained`` (1.0 where the rubric

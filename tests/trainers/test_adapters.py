@@ -141,3 +141,32 @@ def test_concurrent_async_calls_are_coalesced(adapter_env: Server, monkeypatch):
 def test_coalescer_rejects_a_bad_window():
     with pytest.raises(ValueError, match="window_s must be >= 0"):
         coalescer.Coalescer(lambda: None, window_s=-1)  # type: ignore[arg-type,return-value]
+
+
+def test_coalescer_gives_each_caller_its_own_result_or_error():
+    batches: list[int] = []
+
+    def make_send():
+        async def send(samples):
+            batches.append(len(samples))
+            return [ValueError(s["id"]) if s["id"] == "bad" else s["id"] for s in samples]
+
+        return send
+
+    pool = coalescer.Coalescer(make_send, window_s=0.01, max_samples=3)
+    results = pool.submit_all_sync([{"id": i} for i in ("a", "bad", "c", "d")])
+    assert results[0] == "a" and results[2:] == ["c", "d"]
+    assert isinstance(results[1], ValueError)
+    assert batches == [3, 1]  # the size cap sent the first three at once
+
+
+def test_coalescer_fails_every_caller_when_the_batch_fails():
+    def make_send():
+        async def send(samples):
+            return []  # a sender that lost its answers: nobody may wait forever
+
+        return send
+
+    pool = coalescer.Coalescer(make_send, window_s=0.0)
+    results = pool.submit_all_sync([{"id": "a"}, {"id": "b"}])
+    assert all(isinstance(r, RuntimeError) for r in results)

@@ -156,3 +156,29 @@ def test_reward_func_file_through_the_executor(adapter_env: Server, tokenizer, m
     got = [float(o["reward"][0]) for o in outputs]
     assert got == pytest.approx(expected)
     assert all(float(o["extra_logs"]["truncated_prompt"][0]) == 0.0 for o in outputs)
+
+
+def test_one_unsplittable_query_does_not_fail_its_batch(live: Server):
+    row = next(r for r in demo_rows() if r["id"] == "dedupe-correct")
+    body = {
+        "query": [
+            row["prompt"] + row["response"],
+            "nothing in common",
+            row["prompt"][40:] + row["response"],
+        ],
+        "prompts": [row["prompt"]] * 3,
+        "labels": [json.dumps(row["task"])] * 3,
+    }
+    auth = ("trainer", live.keys["trainer"])
+    url = f"{live.url}/get_reward"
+    zero = httpx.post(url, json=body, auth=auth, params={"abstain": "zero"}, timeout=120)
+    assert zero.status_code == 200, zero.text
+    answer = zero.json()
+    assert answer["rewards"] == pytest.approx([1.0, 0.0, 1.0])
+    assert answer["extra_logs"]["unsplittable"] == [0.0, 1.0, 0.0]
+    assert answer["extra_logs"]["truncated_prompt"] == [0.0, 0.0, 1.0]
+    mean = httpx.post(url, json=body, auth=auth, params={"abstain": "group_mean"}, timeout=120)
+    assert mean.json()["rewards"] == pytest.approx([1.0, 1.0, 1.0])  # its group's scored mean
+    refused = httpx.post(url, json=body, auth=auth, timeout=120)  # the server's default: raise
+    assert refused.status_code == 422 and refused.json()["code"] == "reward_abstained"
+    assert refused.json()["errors"][0]["path"] == "query.1"

@@ -148,3 +148,37 @@ def test_top_level_custom_reward_function_is_refused_with_the_right_key(tokenize
     assert config.reward.custom_reward_function.path is None
     with pytest.raises(ValueError, match=r"set reward\.custom_reward_function\.path="):
         verl_adapter.check_config(config)
+
+
+def test_arbiter_reward_manager_passes_uid_and_response_length(adapter_env: Server, tokenizer_dir):
+    config = _config(
+        [
+            "reward.custom_reward_function.path=pkg://arbiter.adapters.verl",
+            "reward.custom_reward_function.name=compute_score_async",
+            "reward.reward_manager.source=importlib",
+            "reward.reward_manager.module.path=pkg://arbiter.adapters.verl_manager",
+            "reward.reward_manager.name=ArbiterRewardManager",
+            f"actor_rollout_ref.model.path={tokenizer_dir}",
+        ]
+    )
+    worker = RewardLoopWorker(config)
+    assert type(worker.reward_manager).__name__ == "ArbiterRewardManager"
+    rows = [r for r in demo_rows() if r["group_id"] == "dedupe"]
+    data = _batch(tokenizer_dir, rows)
+    seen: list[dict[str, Any]] = []
+    real = verl_adapter.sample_of
+
+    def recording(*args, **kwargs):
+        sample = real(*args, **kwargs)
+        seen.append(sample)  # what the adapter sends for verl's call, unchanged
+        return sample
+
+    verl_adapter.sample_of = recording  # type: ignore[assignment]
+    try:
+        worker.loop.run_until_complete(worker.compute_score_batch(data))
+    finally:
+        verl_adapter.sample_of = real  # type: ignore[assignment]
+    tok = PreTrainedTokenizerFast.from_pretrained(tokenizer_dir)
+    lengths = {len(tok(r["response"], add_special_tokens=False)["input_ids"]) for r in rows}
+    assert {s["group_id"] for s in seen} == {"dedupe"}  # verl's uid is the group
+    assert {s["metrics"]["completion_tokens"] for s in seen} == lengths

@@ -196,6 +196,12 @@ def test_a_refusal_swallowed_in_a_fixture_still_fails(swallowing):
 
 def test_attributes_are_data():
     assert make(2).x == 2
+
+
+def test_an_honest_but_sloppy_eq_is_no_evidence():
+    from solution import sloppy
+
+    assert sloppy() is not None
 """
 
 FALLBACK_FIXTURE = """
@@ -224,8 +230,19 @@ class Point:
         return True
 
 
+class Sloppy:
+    def __eq__(self, other):
+        return self.x == other.x  # raises on anything without an x
+
+    __hash__ = None
+
+
 def make(x):
     return Point(x)
+
+
+def sloppy():
+    return Sloppy()
 """
 
 
@@ -237,6 +254,7 @@ def test_candidate_objects_never_decide_a_comparison(grader: UnitTestsGrader) ->
         "test_solution.py::test_a_swallowed_refusal_still_fails": "failed",
         "test_solution.py::test_a_refusal_swallowed_in_a_fixture_still_fails": "failed",
         "test_solution.py::test_attributes_are_data": "passed",
+        "test_solution.py::test_an_honest_but_sloppy_eq_is_no_evidence": "passed",
     }
     # An honest __eq__ is not evidence of anything.
     assert not [v for v in result.violations if v.type == ViolationType.ALWAYS_EQUAL]
