@@ -116,6 +116,9 @@ class DriftWatch:
             self.monitor = DriftMonitor.from_state(DriftState.model_validate_json(raw))
         except ValueError:
             logger.exception("saved drift state is unreadable; monitoring starts afresh")
+            return
+        # Alerts still open from before the restart count from the first scrape on.
+        self._publish([(a.stream.rubric, a.detector.value) for a in self.monitor.open_alerts])
 
     def save(self) -> None:
         """Save the monitor's state."""
@@ -156,10 +159,31 @@ class DriftWatch:
         closed = [a.id for a in update.closed]
         if opened or closed:
             self.store.record_alerts(opened, closed, now)
-            for alert in update.opened:
-                logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
+            self._log_opened(update.opened, open_now)
         self._publish([(a.stream.rubric, a.detector.value) for a in open_now])
         return flags, opened, closed
+
+    @staticmethod
+    def _log_opened(opened: Sequence[Alert], open_now: Sequence[Alert]) -> None:
+        # One warning per incident, not per alert: one shift opens several alerts
+        # at once (streams x detectors), and an alert opening beside others still
+        # open for its rubric joins their incident (see /v1/drift/incidents).
+        new_ids = {a.id for a in opened}
+        for rubric in sorted({a.stream.rubric for a in opened}):
+            mine = [a for a in opened if a.stream.rubric == rubric]
+            ongoing = any(a.stream.rubric == rubric and a.id not in new_ids for a in open_now)
+            messages = "; ".join(a.message for a in mine)
+            extra = {"alerts": [a.id for a in mine], "rubric": rubric}
+            if ongoing:
+                logger.info("drift incident of %s grows: %s", rubric, messages, extra=extra)
+            else:
+                logger.warning(
+                    "drift incident opened on %s (%d alert(s)): %s",
+                    rubric,
+                    len(mine),
+                    messages,
+                    extra=extra,
+                )
 
     def _publish(self, open_now: Sequence[tuple[str, str]]) -> None:
         """Export the open alerts' (rubric, detector) counts."""
@@ -434,10 +458,10 @@ class SharedDriftWatch(DriftWatch):
                 if rubric is not None:
                     self._configure(rubric)
                 update = self.monitor.observe_rewards(rewards, lengths, at=now)
+                open_now = list(self.monitor.open_alerts)
             opened.extend(_row(a, now) for a in update.opened)
             closed.extend(a.id for a in update.closed)
-            for alert in update.opened:
-                logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
+            self._log_opened(update.opened, open_now)
         if opened or closed:
             self.log.record_alerts(opened, closed, now)
         return bool(opened or closed)
@@ -494,4 +518,6 @@ class SharedDriftWatch(DriftWatch):
                 key.rubric, key.component, key.version, time.time()
             )
             self.log.request_reset(key.rubric, key.component, key.version)
+        # The gauge and the flags follow the reset at once, not at the next poll.
+        self._read_flags()
         return closed

@@ -38,8 +38,8 @@ from typing import Annotated, Any, ClassVar, Literal, Protocol
 from pydantic import Field
 
 from graders.base import Grader, GraderConfig
-from graders.code import extract_code
 from graders.detectors import cases_from_task, detect_response, detect_static
+from graders.program import assemble_program, prompt_text
 from graders.types import FailureKind, GradeResult, Sample, TaskSpec, Violation, ViolationType
 
 __all__ = [
@@ -186,16 +186,17 @@ class ObservedViolationsSource(Protocol):
 
 
 def find_violations(
-    response: str, task: TaskSpec | None, config: ViolationsConfig
+    response: str, task: TaskSpec | None, config: ViolationsConfig, *, prompt: str = ""
 ) -> tuple[list[Violation], dict[str, Any], FailureKind | None]:
     """Run the static detectors over a response (pure).
 
     Returns the violations, details for the result, and the failure kind when
     the code could not be analysed (no code, or code that does not parse); the
-    response-level findings are returned in that case too.
+    response-level findings are returned in that case too. The prompt counts when
+    the completion continues it (:mod:`graders.program`).
     """
     found = detect_response(response) if config.response_files else []
-    extracted = extract_code(response, which=config.which)
+    extracted = assemble_program(prompt, response, which=config.which)
     details: dict[str, Any] = {}
     if extracted is None:
         return _kept(found, config), details, FailureKind.NO_CODE
@@ -239,7 +240,9 @@ class ViolationsGrader(Grader[ViolationsConfig]):
 
     async def grade(self, sample: Sample, config: ViolationsConfig) -> GradeResult:
         """Detect violations in the sample's response and score them."""
-        static, details, failure = find_violations(sample.response, sample.task, config)
+        static, details, failure = find_violations(
+            sample.response, sample.task, config, prompt=prompt_text(sample)
+        )
         observed: Sequence[Violation] = ()
         if self._observer is None:
             details["dynamic"] = "not wired: static detectors only"
