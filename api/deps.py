@@ -6,7 +6,8 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
-from api.service import Principal, Service
+from api.auth import Principal
+from api.service import Service
 
 __all__ = ["Caller", "ServiceDep"]
 
@@ -31,7 +32,7 @@ async def get_principal(
         scheme, _, value = authorization.partition(" ")
         if scheme.lower() == "bearer" and value.strip():
             key = value.strip()
-    return await service.authenticate(key)
+    return await service.auth.authenticate(key)
 
 
 Caller = Annotated[Principal, Depends(get_principal)]

@@ -65,6 +65,7 @@ class DriftWatch:
         self.monitor = DriftMonitor()
         self._lock = threading.Lock()
         self._configured: dict[str, str] = {}  # rubric name -> sha256 its config came from
+        self._published: set[tuple[str, str]] = set()  # gauge labels exported so far
         self.open_alerts = Gauge(
             "arbiter_drift_open_alerts",
             "Open drift alerts by rubric and detector.",
@@ -119,10 +120,19 @@ class DriftWatch:
             self.store.record_alerts(opened, closed, now)
             for alert in update.opened:
                 logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
-        self.open_alerts.clear()
-        for alert in open_now:
-            self.open_alerts.labels(rubric=alert.stream.rubric, detector=alert.detector.value).inc()
+        self._publish(open_now)
         return flags, opened, closed
+
+    def _publish(self, open_now: Sequence[Alert]) -> None:
+        # A series that was ever exported drops to 0, not out of the exposition: a
+        # dashboard reading "no series" cannot tell "resolved" from "never scraped".
+        counts = dict.fromkeys(self._published, 0)
+        for alert in open_now:
+            label = (alert.stream.rubric, alert.detector.value)
+            counts[label] = counts.get(label, 0) + 1
+        for (rubric, detector), count in counts.items():
+            self.open_alerts.labels(rubric=rubric, detector=detector).set(count)
+        self._published = set(counts)
 
     async def observe(
         self, rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample]
@@ -157,21 +167,36 @@ class DriftWatch:
             for key, ref in references.items()
         ]
 
-    def reset(self, rubric: str, component: str, version: str) -> int:
-        """Accept a change: forget the stream's reference, close its alerts; return how many."""
+    def reset(self, rubric: str, component: str | None = None, version: str | None = None) -> int:
+        """Accept a change: forget the matching streams' references, close their alerts.
+
+        Args:
+            rubric: The rubric's name.
+            component: Only this component's streams (every stream of the rubric,
+                the rubric-level reward stream included, when ``None``).
+            version: Only this grader version (every version when ``None``).
+
+        Returns:
+            How many alerts this closed.
+
+        Raises:
+            KeyError: If no stream matches.
+        """
         now = time.time()
         with self._lock:
-            key = next(
-                (
-                    k
-                    for k in self.monitor.streams
-                    if (k.rubric, k.component, k.version) == (rubric, component, version)
-                ),
-                None,
-            )
-            if key is None:
-                raise KeyError(f"no drift stream {rubric}/{component}@{version}")
-            closed = self.monitor.reset_reference(key)
+            keys = [
+                k
+                for k in self.monitor.streams
+                if k.rubric == rubric
+                and component in (None, k.component)
+                and version in (None, k.version)
+            ]
+            if not keys:
+                wanted = f"{rubric}/{component or '*'}@{version or '*'}"
+                raise KeyError(f"no drift stream {wanted}")
+            closed = [a for key in keys for a in self.monitor.reset_reference(key)]
+            open_now = list(self.monitor.open_alerts)
         if closed:
             self.store.record_alerts([], [a.id for a in closed], now)
+        self._publish(open_now)
         return len(closed)

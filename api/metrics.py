@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 import bisect
+import collections
 import math
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample as PromSample
 from prometheus_client.utils import floatToGoString
+
+if TYPE_CHECKING:
+    from api.admission import Admission
+    from rubrics.reward import Reward
+    from rubrics.rubric import Rubric
 
 __all__ = ["BatchHistogram", "Metrics"]
 
@@ -206,3 +213,33 @@ class Metrics:
             "Fraction of the in-flight sample bound in use.",
             registry=r,
         )
+
+    def gauge_admission(self, admission: Admission) -> None:
+        """Set the in-flight gauges from the admission's counts."""
+        self.inflight_samples.set(admission.samples_in_flight)
+        self.inflight_requests.set(admission.requests_in_flight)
+        self.admission_utilization.set(admission.utilization())
+
+    def observe_batch(self, rubric: Rubric, rewards: Sequence[Reward]) -> None:
+        """Count a graded batch: rewards, abstentions, component scores, grader latencies."""
+        self.samples.labels(rubric=rubric.name).inc(len(rewards))
+        values = [r.reward for r in rewards if r.reward is not None]
+        self.rewards.observe((rubric.name,), values)
+        if len(values) < len(rewards):
+            self.abstentions.labels(rubric=rubric.name).inc(len(rewards) - len(values))
+        latencies: dict[str, list[float]] = {}
+        failures: collections.Counter[tuple[str, str]] = collections.Counter()
+        for name in rubric.components:
+            scores = []
+            for reward in rewards:
+                outcome = reward.components[name]
+                latencies.setdefault(outcome.grader, []).append(outcome.latency_s)
+                if outcome.score is not None:
+                    scores.append(outcome.score)
+                elif outcome.failure is not None:
+                    failures[outcome.grader, outcome.failure.kind.value] += 1
+            self.components.observe((rubric.name, name), scores)
+        for grader, seconds in latencies.items():
+            self.grader_latency.observe((grader,), seconds)
+        for (grader, kind), count in failures.items():
+            self.grader_failures.labels(grader=grader, kind=kind).inc(count)

@@ -54,8 +54,8 @@ class ReviewSampler:
                     required_reviews=self.required_reviews,
                 )
             except ValueError as e:
-                # The rubric schema does not (yet) restrict stratify_by: keep the
-                # uniform rate rather than drop review for this rubric altogether.
+                # The rubric schema names the strata, so this is a rubric built
+                # around the loader: keep the uniform rate rather than drop review.
                 logger.error("rubric %s: review section ignored in part: %s", rubric.name, e)
                 policy = SamplingPolicy.from_review_spec(
                     spec.sample_rate,

@@ -4,8 +4,8 @@ Files: the 164 HumanEvalPack canonical solutions (prompt + canonical solution)
 and bandit's example files, from ``../shared/data``. For each file the baseline
 is what a grader shelling out would pay: ``bandit -f json``, ``radon cc -j`` and
 ``radon mi -j``, one after the other, from the same virtual environment as this
-interpreter. Ours is :func:`graders.security.analyze_security` plus
-:func:`graders.complexity.measure_complexity` on the code string, uncached (the
+interpreter. Ours is :func:`graders.bandit.analyze_bandit` plus
+:func:`graders.radon.measure_radon` on the code string, uncached (the
 graders' cache would make every repeat free, which is not what is measured).
 
 Both sides run in one process, one file at a time, so the per-file times are
@@ -33,8 +33,8 @@ from typing import Annotated, Any
 
 import typer
 
-from graders.complexity import RadonOptions, measure_complexity
-from graders.security import BanditSelection, analyze_security
+from graders.bandit import BanditSelection, analyze_bandit
+from graders.radon import RadonOptions, measure_radon
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BIN = Path(sys.executable).parent
@@ -83,8 +83,8 @@ def _decode(raw: bytes) -> str:
 def in_process(source: str) -> Outcome:
     """Run both analyses on the code string, as the graders do."""
     started = time.perf_counter()
-    security = analyze_security(source, SELECTION)
-    complexity = measure_complexity(source, OPTIONS)
+    security = analyze_bandit(source, SELECTION)
+    complexity = measure_radon(source, OPTIONS)
     seconds = time.perf_counter() - started
     issues = None if security.syntax_error is not None else len(security.findings)
     measured = complexity.syntax_error is None and complexity.unanalysable is None

@@ -85,6 +85,7 @@ class Grader(ABC, Generic[ConfigT]):
         details: dict[str, Any] | None = None,
         violations: tuple[Violation, ...] = (),
         retryable: bool = False,
+        latency_s: float = 0.0,
     ) -> GradeResult:
         """Build a failure result stamped with this grader's name and version."""
         return GradeResult.failed(
@@ -95,4 +96,5 @@ class Grader(ABC, Generic[ConfigT]):
             details=details,
             violations=violations,
             retryable=retryable,
+            latency_s=latency_s,
         )

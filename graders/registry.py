@@ -82,23 +82,23 @@ class GraderRegistry:
 
 def default_registry() -> GraderRegistry:
     """Return a fresh registry holding every grader that ships with Arbiter."""
-    from graders.complexity import ComplexityGrader
+    from graders.bandit import BanditGrader
     from graders.efficiency import EfficiencyGrader
     from graders.llm_judge import LLMJudgeGrader
     from graders.process import ProcessGrader
+    from graders.radon import RadonGrader
     from graders.reward_model import RewardModelGrader
-    from graders.security import SecurityGrader
     from graders.unit_tests import UnitTestsGrader
     from graders.violations import ViolationsGrader
 
     registry = GraderRegistry()
     for grader in (
-        ComplexityGrader,
+        RadonGrader,
         EfficiencyGrader,
         LLMJudgeGrader,
         ProcessGrader,
         RewardModelGrader,
-        SecurityGrader,
+        BanditGrader,
         UnitTestsGrader,
         ViolationsGrader,
     ):

@@ -38,13 +38,8 @@ class GraderJob:
 def _failed(
     job: GraderJob, kind: FailureKind, message: str, started: float, *, retryable: bool = False
 ) -> GradeResult:
-    return GradeResult.failed(
-        job.grader.name,
-        kind,
-        message,
-        grader_version=job.grader.version,
-        retryable=retryable,
-        latency_s=time.perf_counter() - started,
+    return job.grader.failed(
+        kind, message, retryable=retryable, latency_s=time.perf_counter() - started
     )
 
 

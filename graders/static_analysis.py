@@ -1,9 +1,10 @@
-"""The cache and process pool shared by the static-analysis graders (bandit, radon).
+"""The analysis cache of the static-analysis graders (bandit, radon), and their shared failures.
 
 Results are cached in a bounded LRU keyed by the code's sha256 and the options
 that change the analysis; identical code in flight is analysed once. Analyses
 run on the event loop's thread, or in chunks on a process pool when enough are
-queued (or the code is long) for the pool to pay for its round trips.
+queued (or the code is long) for the pool (:mod:`graders.analysis_pool`) to
+pay for its round trips.
 """
 
 from __future__ import annotations
@@ -11,16 +12,15 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
-import logging
-import multiprocessing
-import os
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from concurrent.futures import Executor, ProcessPoolExecutor
+from concurrent.futures import Executor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
+from cachetools import LRUCache
+
+from graders.analysis_pool import WarmUp, WorkerPool
 from graders.code import ExtractedCode, extract_code
 from graders.types import FailureKind, GradeResult
 
@@ -32,12 +32,8 @@ __all__ = [
     "AnalysisUnavailableError",
     "AnalyzerStats",
     "StaticAnalyzer",
-    "WorkerPool",
     "analyse_response",
-    "shared_pool",
 ]
-
-logger = logging.getLogger(__name__)
 
 OptionsT = TypeVar("OptionsT", bound=Hashable)
 ResultT = TypeVar("ResultT")
@@ -47,75 +43,11 @@ class AnalysisUnavailableError(RuntimeError):
     """The analysis could not run (a pool worker died); the code is not to blame."""
 
 
-def _warm_worker() -> None:
-    """Import both analysers in a fresh pool worker, so its first task pays no import."""
-    import graders.complexity  # noqa: F401  (imported for its side effect: loading radon)
-    from graders.security import BanditSelection, _bandit_runner
-
-    _bandit_runner(BanditSelection())
-
-
 def _analyze_many(
     analyze: Callable[[str, OptionsT], ResultT], items: list[tuple[str, OptionsT]]
 ) -> list[ResultT]:
     """Analyse a chunk in a pool worker (``analyze`` must be a module-level function)."""
     return [analyze(code, options) for code, options in items]
-
-
-class WorkerPool:
-    """A lazily started process pool for CPU-bound analyses.
-
-    Workers come from a ``forkserver`` so that a server process with threads
-    (uvicorn, torch) is never forked. If no pool can be started the callers run
-    inline instead; results are the same, only slower under load.
-    """
-
-    def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers if workers is not None else len(os.sched_getaffinity(0))
-        self._executor: ProcessPoolExecutor | None = None
-        self._unavailable = self.workers < 1
-
-    def executor(self) -> Executor | None:
-        """Return the running pool, starting it on first use; ``None`` if there is none."""
-        if self._unavailable:
-            return None
-        if self._executor is None:
-            try:
-                self._executor = ProcessPoolExecutor(
-                    max_workers=self.workers,
-                    mp_context=multiprocessing.get_context("forkserver"),
-                    initializer=_warm_worker,
-                )
-            except (OSError, ValueError) as e:
-                logger.warning("no analysis process pool (%s); analysing inline", e)
-                self._unavailable = True
-                return None
-        return self._executor
-
-    def discard(self, executor: Executor) -> None:
-        """Forget a broken pool so that the next call starts a fresh one."""
-        if self._executor is executor:
-            self._executor = None
-            executor.shutdown(wait=False, cancel_futures=True)
-
-    def close(self) -> None:
-        """Stop the workers (a later call starts new ones)."""
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
-            self._executor = None
-
-
-_SHARED_POOL: WorkerPool | None = None
-
-
-def shared_pool() -> WorkerPool:
-    """Return the process-wide pool both static-analysis graders use by default."""
-    global _SHARED_POOL
-    if _SHARED_POOL is None:
-        cores = len(os.sched_getaffinity(0))
-        # With one core a worker only competes with the event loop for it.
-        _SHARED_POOL = WorkerPool(cores if cores > 1 else 0)
-    return _SHARED_POOL
 
 
 @dataclass
@@ -154,12 +86,26 @@ class StaticAnalyzer(Generic[OptionsT, ResultT]):
         offload_lines: int = 300,
         offload_chars: int = 20_000,
         max_chunk: int = 32,
+        warm_up: WarmUp | None = None,
     ) -> None:
+        """Wrap ``analyze``; with a pool, take a share of it until :meth:`close`.
+
+        Args:
+            analyze: the pure analysis, a module-level function (it is sent to workers).
+            cache_size: results kept (LRU); 0 keeps none.
+            pool: the process pool to offload to; ``None`` analyses inline.
+            offload_at: queued analyses from which work goes to the pool.
+            offload_lines: lines from which one response goes to the pool.
+            offload_chars: characters from which one response goes to the pool.
+            max_chunk: most analyses sent in one round trip.
+            warm_up: run in each fresh pool worker before its first task.
+        """
         if cache_size < 0:
             raise ValueError("cache_size must be >= 0")
         self._analyze = analyze
         self._cache_size = cache_size
-        self._cache: OrderedDict[tuple[bytes, OptionsT], ResultT] = OrderedDict()
+        # maxsize 0 would refuse every entry with an error; keep none instead.
+        self._cache: LRUCache[tuple[bytes, OptionsT], ResultT] = LRUCache(max(1, cache_size))
         self._inflight: dict[tuple[bytes, OptionsT], asyncio.Task[ResultT]] = {}
         self._pool = pool
         self._offload_at = offload_at
@@ -169,6 +115,9 @@ class StaticAnalyzer(Generic[OptionsT, ResultT]):
         self._queued = 0
         self._batch: list[tuple[str, OptionsT, asyncio.Future[ResultT]]] = []
         self.stats = AnalyzerStats()
+        self._holds_pool = pool is not None
+        if pool is not None:
+            pool.acquire(warm_up)
 
     async def run(self, code: str, options: OptionsT) -> tuple[ResultT, bool]:
         """Return the analysis of ``code`` and whether it came from the cache.
@@ -179,7 +128,6 @@ class StaticAnalyzer(Generic[OptionsT, ResultT]):
         key = (hashlib.sha256(code.encode("utf-8", "surrogatepass")).digest(), options)
         hit = self._cache.get(key)
         if hit is not None:
-            self._cache.move_to_end(key)
             self.stats.hits += 1
             return hit, True
         task = self._inflight.get(key)
@@ -273,17 +221,16 @@ class StaticAnalyzer(Generic[OptionsT, ResultT]):
         if task.cancelled() or task.exception() is not None or self._cache_size == 0:
             return
         self._cache[key] = task.result()
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
 
     def clear(self) -> None:
         """Drop every cached analysis."""
         self._cache.clear()
 
     def close(self) -> None:
-        """Stop the pool's workers (a later offload starts new ones)."""
-        if self._pool is not None:
-            self._pool.close()
+        """Give back this analyzer's share of the pool; the last share stops its workers."""
+        if self._pool is not None and self._holds_pool:
+            self._holds_pool = False
+            self._pool.release()
 
 
 class Analysis(Protocol):
@@ -319,13 +266,7 @@ async def analyse_response(
     try:
         analysis, cached = await analyzer.run(extracted.code, options)
     except AnalysisUnavailableError as e:
-        return GradeResult.failed(
-            grader.name,
-            FailureKind.GRADER_ERROR,
-            str(e),
-            grader_version=grader.version,
-            retryable=True,
-        )
+        return grader.failed(FailureKind.GRADER_ERROR, str(e), retryable=True)
     if analysis.syntax_error is not None:
         return grader.failed(
             FailureKind.SYNTAX_ERROR,

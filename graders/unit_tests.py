@@ -24,7 +24,9 @@ before the tests, an output flood, a garbled channel) becomes violations.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
+import hashlib
 import itertools
 import math
 import re
@@ -32,7 +34,9 @@ import secrets
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -55,7 +59,7 @@ from graders.sandbox import (
     require_layers,
     run_plan,
 )
-from graders.sandbox.pool import REPORT_GRACE_S
+from graders.sandbox.pool import DEFAULT_LONG_AFTER_S, DEFAULT_WALL_FACTOR, REPORT_GRACE_S
 from graders.sandbox.suites import cross_check, expected_test_ids, tampering_signals
 from graders.types import (
     FailureKind,
@@ -79,7 +83,39 @@ class UnitTestsConfig(GraderConfig):
     """Limits and scoring for the unit-test grader."""
 
     timeout_s: float = Field(
-        default=10.0, gt=0, le=600, description="Wall-clock limit per sandbox run."
+        default=10.0,
+        gt=0,
+        le=600,
+        description=(
+            "CPU-time limit per sandbox run (whole seconds); the wall clock is a backstop at "
+            "wall_factor times this."
+        ),
+    )
+    wall_factor: float = Field(
+        default=DEFAULT_WALL_FACTOR,
+        ge=1,
+        le=20,
+        description="Wall-clock backstop per run, as a multiple of timeout_s.",
+    )
+    long_after_s: float = Field(
+        default=DEFAULT_LONG_AFTER_S,
+        gt=0,
+        le=600,
+        description=(
+            "Wall seconds after which a run moves to the long lane (lowest CPU priority), "
+            "freeing its place for short runs."
+        ),
+    )
+    reference_factor: float | None = Field(
+        default=None,
+        gt=0,
+        description=(
+            "With a task.reference: the task's timeout_s becomes this many times the "
+            "reference's measured run time (at least reference_floor_s, at most timeout_s)."
+        ),
+    )
+    reference_floor_s: float = Field(
+        default=0.5, gt=0, le=600, description="The least a reference-derived timeout can be."
     )
     memory_mb: int = Field(default=512, ge=64, le=1 << 16, description="Address-space limit.")
     max_processes: int = Field(
@@ -127,6 +163,8 @@ class UnitTestsConfig(GraderConfig):
             memory_mb=self.memory_mb,
             max_processes=self.max_processes,
             max_output_bytes=self.max_output_bytes,
+            wall_factor=self.wall_factor,
+            long_after_s=self.long_after_s,
         )
 
 
@@ -229,7 +267,23 @@ def _report_details(report: RunReport | None) -> dict[str, Any] | None:
         "cpu_s": round(report.cpu_s, 4),
         "maxrss_kb": report.maxrss_kb,
         "strays": report.strays,
+        "long": report.long,
     }
+
+
+#: Tasks whose reference run time is remembered.
+_REFERENCE_CACHE = 4096
+
+
+def _slowest_run_s(details: dict[str, Any]) -> float | None:
+    """Return the longest (CPU or wall) time of the runs in a result's details."""
+    runs = [
+        t["sandbox"] for t in details.get("tests", ()) if isinstance(t, dict) and t.get("sandbox")
+    ]
+    if details.get("sandbox"):
+        runs.append(details["sandbox"])
+    times = [max(float(r["cpu_s"]), float(r["wall_s"])) for r in runs]
+    return max(times) if times else None
 
 
 def _outcome_dict(o: UnitOutcome) -> dict[str, Any]:
@@ -256,6 +310,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
     def __init__(self, pool: SandboxPool | None = None) -> None:
         self._pool = pool
         self._pool_lock = threading.Lock()
+        self._threads: ThreadPoolExecutor | None = None
+        #: Task key -> the reference's measured run time (None: the reference failed).
+        self._reference_s: OrderedDict[str, float | None] = OrderedDict()
         #: Gradings in flight: key -> (when their runs' deadlines have passed, sample id).
         self._in_flight: dict[int, tuple[float, str]] = {}
         self._keys = itertools.count()
@@ -289,10 +346,26 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.close()
+            if self._threads is not None:
+                self._threads.shutdown(wait=False)
+                self._threads = None
+
+    def _workers(self) -> ThreadPoolExecutor:
+        pool = self.pool
+        with self._pool_lock:
+            if self._threads is None:
+                # One thread per run the pool admits (both lanes), plus one per fast
+                # place waiting its turn: asyncio's default executor (cores + 4)
+                # would cap the runs in flight below what the long lane allows.
+                self._threads = ThreadPoolExecutor(
+                    max_workers=pool.capacity + pool.size, thread_name_prefix="unit-tests"
+                )
+            return self._threads
 
     async def grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Grade one sample in a worker thread (sandbox I/O and trusted tests block)."""
-        return await asyncio.to_thread(self.grade_sync, sample, config)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._workers(), self.grade_sync, sample, config)
 
     def grade_sync(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Grade one sample, blocking; never raises for a bad response or task."""
@@ -301,7 +374,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         # report's grace, twice (a sandbox fault is retried once).
         task = sample.task
         runs = len(task.tests) if task is not None and task.kind == "stdin_stdout" else 1
-        due = time.monotonic() + 2 * max(runs, 1) * (config.timeout_s + REPORT_GRACE_S)
+        wall_s = config.timeout_s * config.wall_factor
+        due = time.monotonic() + 2 * max(runs, 1) * (wall_s + REPORT_GRACE_S)
+        if config.reference_factor is not None and task is not None and task.reference:
+            due += runs * (wall_s + REPORT_GRACE_S)  # the reference's own measurement
         with self._pool_lock:
             self._in_flight[key] = (due, sample.id)
         try:
@@ -340,6 +416,22 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             "stdin_stdout": self._grade_stdio,
             "pytest": self._grade_pytest,
         }[task.kind]
+        if config.reference_factor is not None and task.reference:
+            limited = self._reference_limited(task, config)
+            result = self._grade_retried(grade_kind, code, task, limited)
+            # Say which limit applied: a timeout under a derived limit reads differently.
+            details = {**result.details, "timeout_s": limited.timeout_s}
+            details["timeout_from"] = "reference" if limited is not config else "config"
+            return result.model_copy(update={"details": details})
+        return self._grade_retried(grade_kind, code, task, config)
+
+    def _grade_retried(
+        self,
+        grade_kind: Callable[[str, TaskSpec, UnitTestsConfig], GradeResult],
+        code: str,
+        task: TaskSpec,
+        config: UnitTestsConfig,
+    ) -> GradeResult:
         try:
             return grade_kind(code, task, config)
         except SandboxError:
@@ -347,13 +439,46 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         try:
             return grade_kind(code, task, config)
         except SandboxError as e:
-            return GradeResult.failed(
-                self.name,
-                FailureKind.SANDBOX_ERROR,
-                f"the sandbox failed twice: {e}",
-                grader_version=self.version,
-                retryable=True,
+            return self.failed(
+                FailureKind.SANDBOX_ERROR, f"the sandbox failed twice: {e}", retryable=True
             )
+
+    def _reference_limited(self, task: TaskSpec, config: UnitTestsConfig) -> UnitTestsConfig:
+        """Return ``config`` with the task's timeout derived from its reference's run time.
+
+        The reference is graded once per task (and tests) under ``config``; its
+        slowest run's CPU or wall time, whichever is larger, times
+        ``reference_factor`` (at least ``reference_floor_s``) becomes the
+        timeout, never above the configured one. A reference that does not pass
+        its own tests leaves the configured timeout: a limit measured on broken
+        code would say nothing.
+        """
+        assert task.reference is not None and config.reference_factor is not None
+        key = hashlib.sha256(
+            repr(
+                (task.kind, task.tests, task.entry_point, task.setup_code, task.reference)
+            ).encode()
+        ).hexdigest()
+        with self._pool_lock:
+            known = key in self._reference_s
+            measured = self._reference_s.get(key)
+        if not known:
+            plain = config.model_copy(update={"reference_factor": None, "partial_credit": False})
+            result = self._grade(
+                Sample(id="reference", response=f"```python\n{task.reference}\n```", task=task),
+                plain,
+            )
+            measured = _slowest_run_s(result.details) if result.score == 1.0 else None
+            with self._pool_lock:
+                self._reference_s[key] = measured
+                while len(self._reference_s) > _REFERENCE_CACHE:
+                    self._reference_s.popitem(last=False)
+        if measured is None:
+            return config
+        timeout_s = min(
+            config.timeout_s, max(config.reference_floor_s, config.reference_factor * measured)
+        )
+        return config.model_copy(update={"timeout_s": timeout_s, "reference_factor": None})
 
     def _candidate_fault(
         self,
@@ -403,6 +528,14 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             channel.check_quiet()
             garbled = channel.broken is not None and channel.broken.reason == "garbled"
         report = run.report
+        if report is not None and report.cpu_limited:
+            # SIGXCPU: the channel saw the child exit, but it had used up its CPU time.
+            outcomes = [
+                dataclasses.replace(o, outcome="timeout") if o.outcome == "exited" else o
+                for o in outcomes
+            ]
+            if load_error is not None and load_error[0] == "exited":
+                load_error = ("timeout", load_error[1])
         violations += _observed(report, code)
         if garbled:
             violations.append(

@@ -10,6 +10,14 @@ Statistics: Cohen's kappa and Gwet's AC1 for pass/fail, quadratic weighted kappa
 ordinal scores, Spearman's rho and the mean absolute error for continuous ones, each
 with a percentile bootstrap confidence interval. Below ``MIN_LABELS`` labels the
 answer is "insufficient data", not a number that looks meaningful and is not.
+
+Scales: a reviewer scores in [0, 1], a rubric's reward lives in its clip range
+(often [-1, 1]); the reward is mapped onto [0, 1] through that range before any
+comparison, so an MAE of 0.5 means half the scale, not "one is negative".
+
+Counts: every statistic comes with the counts behind it. Kappa and AC1 disagree
+most when one label dominates: with the grader passing 97 of 100 items and the
+reviewer 95, kappa can be 0.0 while AC1 is 0.9, and only the table says why.
 """
 
 from __future__ import annotations
@@ -28,8 +36,10 @@ __all__ = [
     "LabelledPair",
     "agreement",
     "agreement_report",
+    "binary_counts",
     "cohen_kappa",
     "gwet_ac1",
+    "labelled_pair",
     "mean_absolute_error",
     "quadratic_weighted_kappa",
     "spearman",
@@ -329,6 +339,8 @@ class LabelledPair:
         human_verdicts: component name -> pass (``True``) or fail; absent: no verdict.
         human_score: the reviewer's overall score in [0, 1], or ``None``.
         human_flagged: whether the reviewer named any hack type.
+        reward_range: the grader reward's range (the rubric's clip; [0, 1] without
+            one), so it can be put on the reviewer's [0, 1] scale.
     """
 
     inclusion_probability: float
@@ -338,6 +350,78 @@ class LabelledPair:
     human_verdicts: Mapping[str, bool] = field(default_factory=dict)
     human_score: float | None = None
     human_flagged: bool = False
+
+    reward_range: tuple[float, float] = (0.0, 1.0)
+
+    @property
+    def grader_score(self) -> float | None:
+        """Return the grader's reward on the reviewer's [0, 1] scale (clamped to it)."""
+        if self.grader_reward is None:
+            return None
+        low, high = self.reward_range
+        return min(1.0, max(0.0, (self.grader_reward - low) / (high - low)))
+
+
+def labelled_pair(
+    record: Mapping[str, Any],
+    *,
+    inclusion_probability: float,
+    verdicts: Mapping[str, str],
+    overall_score: float | None,
+    hack_types: Sequence[str],
+    reward_range: tuple[float, float] | None = None,
+) -> LabelledPair:
+    """Pair a logged reward record with a reviewer's label.
+
+    Args:
+        record: the reward as logged (``components``, ``raw_reward``).
+        inclusion_probability: the item's sampling probability.
+        verdicts: component name -> ``"pass"`` or ``"fail"``.
+        overall_score: the reviewer's overall score in [0, 1], or ``None``.
+        hack_types: the hack types the reviewer named.
+        reward_range: the rubric's clip range (``None``: [0, 1]).
+    """
+    components = record.get("components", {})
+    low, high = reward_range if reward_range is not None else (0.0, 1.0)
+    if not high > low:
+        raise ValueError(f"reward_range needs low < high; found [{low}, {high}]")
+    return LabelledPair(
+        inclusion_probability=inclusion_probability,
+        grader_components={n: c.get("score") for n, c in components.items()},
+        grader_reward=record.get("raw_reward"),
+        grader_flagged=any(c.get("violations") for c in components.values()),
+        human_verdicts={n: v == "pass" for n, v in verdicts.items()},
+        human_score=overall_score,
+        human_flagged=bool(hack_types),
+        reward_range=(float(low), float(high)),
+    )
+
+
+def binary_counts(rows: Sequence[tuple[float, float, float]]) -> dict[str, Any]:
+    """Count the 2x2 table behind a kappa or AC1: (grader, human, inclusion probability) rows.
+
+    The counts are of labels as given; the rates are weighted by inverse inclusion
+    probability, like the statistics beside them.
+    """
+    table = {"both_yes": 0, "both_no": 0, "grader_only": 0, "human_only": 0}
+    weight = grader_yes = human_yes = agree = 0.0
+    for grader, human, probability in rows:
+        g, h = grader >= 0.5, human >= 0.5
+        key = ("both_yes" if h else "grader_only") if g else ("human_only" if h else "both_no")
+        table[key] += 1
+        w = 1.0 / probability
+        weight += w
+        grader_yes += w * g
+        human_yes += w * h
+        agree += w * (g == h)
+    rate = (lambda x: x / weight) if weight > 0 else (lambda _x: None)
+    return {
+        "n": len(rows),
+        **table,
+        "grader_rate": rate(grader_yes),
+        "human_rate": rate(human_yes),
+        "observed_agreement": rate(agree),
+    }
 
 
 ORDINAL_LEVELS = 5
@@ -359,8 +443,11 @@ def agreement_report(
     """Compute every grader-vs-human statistic the labelled items allow.
 
     Pass/fail per component (grader score >= ``pass_threshold`` is a pass) and for
-    hack detection (any violation vs any hack type): kappa and AC1. The overall
-    score: quadratic weighted kappa on five levels, Spearman and MAE on the raw values.
+    hack detection (any violation vs any hack type): kappa and AC1, beside the 2x2
+    counts (``counts``: ``both_yes`` = both pass or both flag, ``grader_only``,
+    ``human_only``, ``both_no``, and the weighted rates). The overall score, with the
+    grader's reward mapped onto [0, 1] by its rubric's range: quadratic weighted
+    kappa on five levels, Spearman and MAE.
     """
 
     def run(statistic: str, rows: list[tuple[float, float, float]], cats: Any = None) -> Any:
@@ -390,23 +477,33 @@ def agreement_report(
                 rows.append(
                     (float(score >= pass_threshold), float(verdict), pair.inclusion_probability)
                 )
-        components[name] = {s: run(s, rows, [0.0, 1.0]) for s in ("cohen_kappa", "gwet_ac1")}
+        components[name] = {
+            "counts": binary_counts(rows),
+            **{s: run(s, rows, [0.0, 1.0]) for s in ("cohen_kappa", "gwet_ac1")},
+        }
     hack_rows = [
         (float(p.grader_flagged), float(p.human_flagged), p.inclusion_probability) for p in pairs
     ]
     scored = [
-        (p.grader_reward, p.human_score, p.inclusion_probability)
+        (g, p.human_score, p.inclusion_probability)
         for p in pairs
-        if p.grader_reward is not None and p.human_score is not None
+        if (g := p.grader_score) is not None and p.human_score is not None
     ]
+    ranges = sorted({p.reward_range for p in pairs})
     ordinal = [(_ordinal(g), _ordinal(h), pi) for g, h, pi in scored]
     levels = [float(level) for level in range(ORDINAL_LEVELS)]
     return {
         "n_labels": len(pairs),
         "min_labels": min_labels,
         "components": components,
-        "hacks": {s: run(s, hack_rows, [0.0, 1.0]) for s in ("cohen_kappa", "gwet_ac1")},
+        "hacks": {
+            "counts": binary_counts(hack_rows),
+            **{s: run(s, hack_rows, [0.0, 1.0]) for s in ("cohen_kappa", "gwet_ac1")},
+        },
         "overall": {
+            "n": len(scored),
+            "reward_ranges": [list(r) for r in ranges],
+            "scale": "grader reward mapped from its rubric's clip range onto the reviewer's [0, 1]",
             "quadratic_weighted_kappa": run("quadratic_weighted_kappa", ordinal, levels),
             "spearman": run("spearman", [(g, h, pi) for g, h, pi in scored]),
             "mae": run("mae", [(g, h, pi) for g, h, pi in scored]),

@@ -5,11 +5,18 @@ the first: the document's shape (:class:`~rubrics.schema.RubricSpec`), each
 component's grader config (by that grader's own model), then the rules that
 span fields (formula names, gates, penalties, weights). Each problem names the
 file, line and column, the key path, what was expected and what was found.
+
+Values are validated as JSON in pydantic's strict mode, which is exactly what
+the published JSON Schema (``arbiter rubric schema``) says: ``weight: "0.1"`` is a
+string where a number is expected, in the editor and here alike. A tab in the
+indentation (which YAML forbids) is reported at its line, and the rest of the
+file is still checked with the tabs read as spaces.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import types
 import typing
@@ -96,11 +103,11 @@ def _plain_scalar(value: Any) -> Any:
     return value
 
 
-def _read_yaml(text: str, source: str) -> tuple[Any, Positions]:
+def _load_yaml(text: str, source: str) -> Any:
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     try:
-        document = yaml.load(text)
+        return yaml.load(text)
     except MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark is not None else (None, None)
@@ -108,8 +115,53 @@ def _read_yaml(text: str, source: str) -> tuple[Any, Positions]:
         raise RubricError([RubricIssue(source, line, col, "", f"invalid YAML: {what}")]) from e
     except YAMLError as e:
         raise RubricError([RubricIssue(source, None, None, "", f"invalid YAML: {e}")]) from e
+
+
+# Tab widths tried, in order, to read past tabs in the indentation.
+_TAB_WIDTHS = (2, 4, 8, 1)
+
+
+def _tab_issues(text: str, source: str) -> list[RubricIssue]:
+    """Report every tab in a line's indentation (YAML indents with spaces only)."""
+    issues = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        indent = line[: len(line) - len(line.lstrip(" \t"))]
+        if "\t" in indent:
+            issues.append(
+                RubricIssue(
+                    source,
+                    number,
+                    indent.index("\t") + 1,
+                    "",
+                    "a tab character in the indentation; expected spaces (YAML forbids tabs there)",
+                )
+            )
+    return issues
+
+
+def _read_yaml(text: str, source: str) -> tuple[Any, Positions, list[RubricIssue]]:
+    """Parse YAML; return the document, its positions and the tab issues found on the way.
+
+    With tabs in the indentation the text is read again with each tab expanded
+    (trying a few widths), so the rest of the file is still checked; only when
+    no width parses is the YAML error itself reported beside the tabs.
+    """
+    tabs = _tab_issues(text, source)
+    if not tabs:
+        document = _load_yaml(text, source)
+    else:
+        document, first_error = None, None
+        for width in _TAB_WIDTHS:
+            try:
+                document = _load_yaml(text.expandtabs(width), source)
+                break
+            except RubricError as e:
+                first_error = first_error or e
+        else:
+            assert first_error is not None
+            raise RubricError([*tabs, *first_error.issues]) from first_error
     positions = Positions()
-    return _plain(document, (), positions), positions
+    return _plain(document, (), positions), positions, tabs
 
 
 def load_rubric(path: str | Path, registry: GraderRegistry | None = None) -> Rubric:
@@ -127,8 +179,15 @@ def parse_rubric(
     text: str, *, source: str = "<rubric>", registry: GraderRegistry | None = None
 ) -> Rubric:
     """Parse and validate rubric YAML text (``source`` labels it in errors)."""
-    data, positions = _read_yaml(text, source)
-    return build_rubric(data, source=source, registry=registry, positions=positions)
+    data, positions, tabs = _read_yaml(text, source)
+    try:
+        rubric = build_rubric(data, source=source, registry=registry, positions=positions)
+    except RubricError as e:
+        issues = [*tabs, *e.issues]
+        raise RubricError(sorted(issues, key=lambda i: (i.line or 0, i.column or 0))) from e
+    if tabs:
+        raise RubricError(tabs)
+    return rubric
 
 
 def build_rubric(
@@ -148,7 +207,7 @@ def build_rubric(
 
     spec: RubricSpec | None = None
     try:
-        spec = RubricSpec.model_validate(data)
+        spec = _validate(RubricSpec, data)
     except ValidationError as e:
         report.add_validation(e, (), RubricSpec)
 
@@ -199,8 +258,13 @@ def _validate_components(
     for name, raw in components.items():
         if not isinstance(raw, dict) or not isinstance(raw.get("grader"), str):
             continue  # pass 1 reported it
-        if not raw.keys() <= ComponentSpec.model_fields.keys():
-            continue  # a misspelled key (often `config` itself): pass 1 reported it
+        unknown = raw.keys() - ComponentSpec.model_fields.keys()
+        if "config" not in raw and any(
+            difflib.get_close_matches(str(k), ["config"], n=1, cutoff=0.6) for k in unknown
+        ):
+            # `config` itself is misspelled (pass 1 said so): checking the grader's
+            # defaults instead would report "missing" keys the author did write.
+            continue
         try:
             grader = registry.get(raw["grader"])
         except UnknownGraderError as e:
@@ -211,10 +275,22 @@ def _validate_components(
             continue  # pass 1 reported it
         prefix: KeyPath = ("components", name, "config")
         try:
-            configs[name] = grader.config_model.model_validate(config)
+            configs[name] = _validate(grader.config_model, config)
         except ValidationError as e:
             report.add_validation(e, prefix, grader.config_model)
     return configs
+
+
+ModelT = typing.TypeVar("ModelT", bound=BaseModel)
+
+
+def _validate(model: type[ModelT], data: Any) -> ModelT:
+    """Validate as the JSON Schema reads: JSON types, strictly (no "0.1" for a number).
+
+    Strict JSON mode still takes a list for a tuple and a string for an enum, as
+    JSON must; YAML's own scalars beyond JSON (timestamps) arrive as strings.
+    """
+    return model.model_validate_json(json.dumps(data, default=str), strict=True)
 
 
 def _compile_formulas(

@@ -23,6 +23,7 @@ __all__ = [
     "PenaltySpec",
     "ReviewSpec",
     "RubricSpec",
+    "Stratum",
 ]
 
 #: Component names must be identifiers so a formula can name them.
@@ -89,11 +90,28 @@ class PenaltySpec(_Spec):
     )
 
 
-class ReviewSpec(_Spec):
-    """Human-review sampling (used by the review queue)."""
+#: Targeted review sampling policies a rubric can turn on (``monitoring.sampling``).
+Stratum = Literal["reward_decile", "disagreement", "high_reward_violation"]
 
-    sample_rate: Probability = 0.0
-    stratify_by: list[str] = Field(default_factory=list)
+
+class ReviewSpec(_Spec):
+    """Human-review sampling (used by the review queue) and what reviewers see."""
+
+    sample_rate: Probability = Field(
+        default=0.0, description="Probability that any reward is sent for review."
+    )
+    stratify_by: list[Stratum] = Field(
+        default_factory=list,
+        description="Targeted sampling on top of sample_rate: 'reward_decile' samples every "
+        "reward decile at sample_rate (rare deciles are not starved); 'disagreement' (component "
+        "scores spread by 0.5 or more) and 'high_reward_violation' (a violation on a high "
+        "reward) sample what they select at 10 x sample_rate, at most 1.",
+    )
+    show_scores: StrictBool | None = Field(
+        default=None,
+        description="Show reviewers the graders' scores, violations and why an item was "
+        "sampled (false: blind review). Default: the server's ARBITER_REVIEW_SHOW_SCORES.",
+    )
 
 
 class DriftSpec(_Spec):

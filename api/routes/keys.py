@@ -37,7 +37,7 @@ async def revoke_key(key_id: str, service: ServiceDep, caller: Caller) -> Respon
     caller.require("admin")
     if not await asyncio.to_thread(service.store.revoke_key, key_id):
         raise NotFound(f"no live key with id {key_id!r}", code="key_not_found")
-    service.forget_keys()
+    service.auth.forget()
     return Response(status_code=204)
 
 

@@ -19,12 +19,14 @@ from fastapi import Path as PathParam
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 from starlette.responses import Response, StreamingResponse
 
+from api.auth import Principal
 from api.deps import Caller, ServiceDep
 from api.errors import Conflict
 from api.schemas import ErrorBody
-from api.service import Principal, Service
+from api.service import Service
 from graders.types import ViolationType
-from monitoring.agreement import LabelledPair, agreement_report
+from monitoring.agreement import LabelledPair, agreement_report, labelled_pair
+from rubrics.errors import RubricNotFoundError
 from store.review import ClaimedItem, Label, LeaseLostError, ReviewQueue
 
 router = APIRouter(tags=["review"])
@@ -270,17 +272,22 @@ async def export_labels(
     )
 
 
-def _pair(row: dict[str, Any]) -> LabelledPair:
-    record = json.loads(row["record"])
-    components = record.get("components", {})
-    return LabelledPair(
+def _reward_range(service: Service, sha256: str) -> tuple[float, float] | None:
+    try:
+        clip = service.catalog.by_sha256(sha256).rubric.spec.clip
+    except RubricNotFoundError:
+        return None  # a rubric no longer loaded: its rewards are read as [0, 1]
+    return None if clip is None else (clip[0], clip[1])
+
+
+def _pair(service: Service, row: dict[str, Any]) -> LabelledPair:
+    return labelled_pair(
+        json.loads(row["record"]),
         inclusion_probability=row["inclusion_probability"],
-        grader_components={n: c.get("score") for n, c in components.items()},
-        grader_reward=record.get("raw_reward"),
-        grader_flagged=any(c.get("violations") for c in components.values()),
-        human_verdicts={n: v == "pass" for n, v in row["verdicts"].items()},
-        human_score=row["overall_score"],
-        human_flagged=bool(row["hack_types"]),
+        verdicts=row["verdicts"],
+        overall_score=row["overall_score"],
+        hack_types=row["hack_types"],
+        reward_range=_reward_range(service, row["rubric_sha256"]),
     )
 
 
@@ -290,13 +297,14 @@ async def agreement_stats(
 ) -> dict[str, Any]:
     """Grader-vs-reviewer agreement, weighted by inverse inclusion probability.
 
-    Each statistic says ``insufficient_data`` below 50 labels. Pass/fail: a component
-    scoring at least 0.5 passes. Overall: the reward before group normalization.
+    Each statistic says ``insufficient_data`` below 50 labels and sits beside the
+    counts behind it. Pass/fail: a component scoring at least 0.5 passes. Overall: the
+    reward before group normalization, mapped from its rubric's clip range onto [0, 1].
     """
     _reviewer(caller)
 
     def compute() -> dict[str, Any]:
-        pairs = [_pair(row) for row in _queue(service).labels(rubric)]
+        pairs = [_pair(service, row) for row in _queue(service).labels(rubric)]
         return {"rubric": rubric, **agreement_report(pairs)}
 
     return await asyncio.to_thread(compute)

@@ -9,6 +9,7 @@ from starlette.responses import Response
 
 from api.body import json_body_openapi, parse_body
 from api.deps import Caller, ServiceDep
+from api.grading import GradedBatch, render
 from api.schemas import ErrorBody, OpenRLHFRequest, OpenRLHFResponse, RewardRequest, RewardResponse
 
 router = APIRouter(tags=["rewards"])
@@ -28,8 +29,8 @@ ERRORS: dict[int | str, dict[str, object]] = {
 }
 
 
-def _json(body: bytes, replayed: bool) -> Response:
-    headers = {"Idempotent-Replayed": "true"} if replayed else None
+def _json(body: bytes, batch: GradedBatch) -> Response:
+    headers = {"Idempotent-Replayed": "true"} if batch.replayed else None
     return Response(body, media_type="application/json", headers=headers)
 
 
@@ -53,8 +54,8 @@ async def create_rewards(
     # A RewardRequest, parsed by api.body rather than declared: faster, and each
     # sample is logged as it was sent.
     body, data = parse_body(await request.body(), RewardRequest)
-    content, replayed = await service.grade(body, caller, idempotency_key, sent=data["samples"])
-    return _json(content, replayed)
+    batch = await service.grading.grade_request(body, caller, idempotency_key, sent=data["samples"])
+    return _json(render(batch), batch)
 
 
 @router.post(
@@ -79,5 +80,5 @@ async def openrlhf_reward(
         return Response(
             b'{"rewards":[],"scores":[],"extra_logs":{}}', media_type="application/json"
         )
-    content, replayed = await service.grade_openrlhf(body, caller, rubric)
-    return _json(content, replayed)
+    batch = await service.openrlhf.grade(body, caller, rubric)
+    return _json(service.openrlhf.render(batch), batch)

@@ -53,6 +53,6 @@ async def get_rubric(sha256: str, service: ServiceDep, caller: Caller) -> dict[s
 @router.post("", response_model=RubricCreated, status_code=201, responses=ERRORS)
 async def register_rubric(body: RubricCreate, service: ServiceDep, caller: Caller) -> Response:
     """Register a new rubric version (admin); errors name line and column, as the CLI's do."""
-    rubric, created = await service.register_rubric(body.yaml, caller)
+    rubric, created = await service.registration.register(body.yaml, caller)
     content = RubricCreated(rubric=rubric.identity, created=created).model_dump_json()
     return Response(content, status_code=201 if created else 200, media_type="application/json")

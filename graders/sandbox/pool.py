@@ -13,6 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import itertools
 import os
 import queue
 import shutil
@@ -35,8 +36,11 @@ from graders.sandbox.frames import ChannelClosed, ChannelTimeout, recv_frame, se
 
 __all__ = [
     "DEFAULT_LAZY",
+    "DEFAULT_LONG_AFTER_S",
     "DEFAULT_PRELOAD",
     "DEFAULT_UID_BASE",
+    "DEFAULT_WALL_FACTOR",
+    "LONG_LANE_PER_SLOT",
     "REPORT_GRACE_S",
     "FunctionRun",
     "Limits",
@@ -121,6 +125,13 @@ DEFAULT_PRELOAD: tuple[str, ...] = (
 #: millisecond per run here).
 DEFAULT_LAZY: tuple[str, ...] = ("threading", "queue")
 
+#: A run's wall-clock backstop, as a multiple of its CPU-time limit.
+DEFAULT_WALL_FACTOR = 1.5
+#: Wall seconds after which a run leaves the fast lane (and drops to the lowest CPU priority).
+DEFAULT_LONG_AFTER_S = 1.0
+#: Long-lane places per fast slot (their zygotes start only when a run first needs one).
+LONG_LANE_PER_SLOT = 8
+
 #: Where automatically placed uid ranges start.
 DEFAULT_UID_BASE = 61000
 #: How far above DEFAULT_UID_BASE a free range is looked for.
@@ -159,7 +170,17 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Limits:
-    """Per-run limits, enforced in the confined child."""
+    """Per-run limits, enforced in the confined child.
+
+    ``timeout_s`` is CPU time (RLIMIT_CPU, whole seconds): a run that waits for
+    a core while others use it is not charged for the wait, so more runs in
+    flight than cores do not fail a correct but slow candidate. The wall clock
+    stays as a backstop at ``wall_factor`` times that (a run that sleeps or
+    blocks uses no CPU). A run still going after ``long_after_s`` of wall time
+    moves to the long lane: its place in the fast lane goes to the next run and
+    its processes drop to the lowest CPU priority, so long runners never hold
+    up short ones.
+    """
 
     timeout_s: float = 10.0
     memory_mb: int = 512
@@ -167,12 +188,28 @@ class Limits:
     max_processes: int = 8
     max_output_bytes: int = 1 << 20
     max_open_files: int = 64
+    wall_factor: float = DEFAULT_WALL_FACTOR
+    long_after_s: float = DEFAULT_LONG_AFTER_S
+
+    def __post_init__(self) -> None:
+        if not self.timeout_s > 0:
+            raise ValueError(f"timeout_s must be > 0, not {self.timeout_s!r}")
+        if not self.wall_factor >= 1:
+            raise ValueError(f"wall_factor must be >= 1, not {self.wall_factor!r}")
+        if not self.long_after_s > 0:
+            raise ValueError(f"long_after_s must be > 0, not {self.long_after_s!r}")
+
+    @property
+    def wall_s(self) -> float:
+        """The wall-clock backstop of one run, in seconds."""
+        return self.timeout_s * self.wall_factor
 
     def message(self) -> dict[str, Any]:
         """Return the limits as the zygote reads them."""
         return {
-            "timeout_s": self.timeout_s,
-            "cpu_s": self.timeout_s + 1,
+            "timeout_s": self.wall_s,
+            "cpu_s": self.timeout_s,
+            "long_after_s": self.long_after_s,
             "memory_mb": self.memory_mb,
             "max_processes": self.max_processes,
             "max_output_bytes": self.max_output_bytes,
@@ -197,11 +234,18 @@ class RunReport:
     stderr_size: int
     #: What a pytest run wrote on its report descriptor (a claim to cross-check).
     report: bytes = b""
+    #: Whether the run outlived ``long_after_s`` and was moved to the long lane.
+    long: bool = False
 
     @property
     def timed_out(self) -> bool:
-        """Whether the wall-clock deadline (or the CPU limit) ended the run."""
-        return self.ended_by == "deadline" or self.signal == signal.SIGXCPU
+        """Whether the CPU-time limit or the wall-clock backstop ended the run."""
+        return self.ended_by == "deadline" or self.cpu_limited
+
+    @property
+    def cpu_limited(self) -> bool:
+        """Whether the run used up its CPU time (RLIMIT_CPU's soft limit sends SIGXCPU)."""
+        return self.signal == signal.SIGXCPU
 
     @property
     def output_limited(self) -> bool:
@@ -229,6 +273,7 @@ class RunReport:
             stderr=codec.decode(message["stderr"]),
             stderr_size=int(message["stderr_size"]),
             report=codec.decode(message.get("report", {"b": ""})),
+            long=bool(message.get("long", False)),
         )
 
 
@@ -236,9 +281,14 @@ class RunReport:
 class PoolConfig:
     """How many slots, which uids, and what the zygotes pre-import."""
 
+    #: Fast-lane places: runs started at once (default: one per core).
     slots: int | None = None
+    #: Long-lane places: runs past their ``long_after_s`` that may keep going
+    #: beside the fast lane (default: LONG_LANE_PER_SLOT per slot). When the
+    #: long lane is full, a long run keeps its fast place until one frees.
+    long_slots: int | None = None
     #: Slot i runs as uid ``uid_base + i`` (when started as root), and its suite
-    #: zygote as ``uid_base + slots + i``: RLIMIT_NPROC counts per uid across the
+    #: zygote as ``uid_base + slots + long_slots + i``: RLIMIT_NPROC counts per uid across the
     #: host, so a fork bomb in one slot must not starve the others. ``None``:
     #: the first range from DEFAULT_UID_BASE up that no other pool on this host
     #: holds (see :class:`_UidRange`); a number: exactly that range, which must
@@ -373,7 +423,7 @@ class _Slot:
         self.pool = pool
         self.kind = kind
         suites = kind == "pytest"
-        self.uid = pool.uids.base + index + (pool.size if suites else 0)
+        self.uid = pool.uids.base + index + (pool.capacity if suites else 0)
         self.dir = os.path.join(pool.scratch, f"{'suite' if suites else 'slot'}-{index}")
         self.proc: subprocess.Popen[bytes] | None = None
         self.ctrl: socket.socket | None = None
@@ -509,6 +559,71 @@ class _Slot:
             ) from e
 
 
+class _Lanes:
+    """Admission of runs: a fast lane of ``fast`` places and a long lane of ``long``.
+
+    A run enters the fast lane; once it has run for its ``long_after_s`` it
+    moves to the long lane (when that has room) and its fast place goes to the
+    next run. So a handful of candidates that loop until their deadline hold
+    long-lane places (at the lowest CPU priority, set by the zygote at the
+    same moment), while the rest of the batch keeps flowing through the fast
+    lane: a batch takes about max(slowest deadline, CPU work / cores), not the
+    sum of the deadlines over the slots.
+    """
+
+    def __init__(self, fast: int, long: int) -> None:
+        self.fast_places = fast
+        self.long_places = long
+        self._cond = threading.Condition()
+        #: Runs in the fast lane: token -> when they move to the long lane.
+        self._fast: dict[int, float] = {}
+        self._long: set[int] = set()
+        self._tokens = itertools.count()
+
+    def _move_long(self, now: float) -> None:
+        for token, due in sorted(self._fast.items(), key=lambda item: item[1]):
+            if due > now or len(self._long) >= self.long_places:
+                return
+            del self._fast[token]
+            self._long.add(token)
+
+    def enter(self, long_after_s: float, timeout_s: float) -> int:
+        """Wait for a fast place; return the run's token.
+
+        Raises:
+            SandboxError: no place became free within ``timeout_s``.
+        """
+        give_up = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                self._move_long(now)
+                if len(self._fast) < self.fast_places:
+                    token = next(self._tokens)
+                    self._fast[token] = now + long_after_s
+                    return token
+                if now >= give_up:
+                    raise SandboxError("no sandbox slot became free in time")
+                wake = give_up
+                if len(self._long) < self.long_places:
+                    # The next place to free is the oldest fast run turning long.
+                    wake = min(wake, min(self._fast.values()))
+                self._cond.wait(max(0.0, wake - now))
+
+    def leave(self, token: int) -> None:
+        """Give back a run's place, whichever lane it is in."""
+        with self._cond:
+            self._fast.pop(token, None)
+            self._long.discard(token)
+            self._cond.notify()
+
+    def counts(self) -> tuple[int, int]:
+        """Return how many runs are in the fast lane and in the long lane now."""
+        with self._cond:
+            self._move_long(time.monotonic())
+            return len(self._fast), len(self._long)
+
+
 @dataclass
 class FunctionRun:
     """A candidate module loaded in a confined child, reachable through ``channel``."""
@@ -524,15 +639,20 @@ class SandboxPool:
     def __init__(self, config: PoolConfig | None = None) -> None:
         self.config = config or PoolConfig()
         self.size = self.config.slots or os.cpu_count() or 1
+        self.long_size = (
+            LONG_LANE_PER_SLOT * self.size
+            if self.config.long_slots is None
+            else self.config.long_slots
+        )
+        #: At most this many runs at once (and as many zygotes of each kind).
+        self.capacity = self.size + self.long_size
         self.scratch = ""
         self._slots: list[_Slot] = []
         self._idle: queue.Queue[_Slot] = queue.Queue()
-        #: Suite slots, each started on its first suite (until then, its index).
+        #: Suite slots, each started on its first suite.
         self._suites: list[_Slot] = []
-        self._idle_suites: queue.Queue[_Slot | int] = queue.Queue()
-        #: At most ``size`` runs at once, whatever their kind.
-        self._free = threading.BoundedSemaphore(self.size)
-        self._busy = 0
+        self._idle_suites: queue.Queue[_Slot] = queue.Queue()
+        self._lanes = _Lanes(self.size, self.long_size)
         self._lock = threading.Lock()
         self._started = False
         #: The uids this pool's slots and suite zygotes run as (held while started).
@@ -543,17 +663,17 @@ class SandboxPool:
         with self._lock:
             if self._started:
                 return
-            self.uids.take(self.config.uid_base, 2 * self.size)
+            self.uids.take(self.config.uid_base, 2 * self.capacity)
             self.scratch = tempfile.mkdtemp(prefix="arbiter-sandbox-", dir=self.config.scratch_root)
             # Slots run as other uids: they must reach their own directories.
             os.chmod(self.scratch, 0o711)
             try:
+                # The fast lane's zygotes now; the long lane's when a run first needs one.
                 for i in range(self.size):
                     slot = _Slot(i, self)
                     slot.start()
                     self._slots.append(slot)
                     self._idle.put(slot)
-                    self._idle_suites.put(i)
             except BaseException:
                 self._close_slots()
                 self.uids.release()
@@ -612,10 +732,14 @@ class SandboxPool:
         return None
 
     def utilization(self) -> float:
-        """Fraction of slots running a job now (0.0 before the pool starts)."""
+        """Fraction of fast-lane places running a job now (0.0 before the pool starts)."""
         if not self._started or not self.size:
             return 0.0
-        return self._busy / self.size
+        return self._lanes.counts()[0] / self.size
+
+    def lanes(self) -> tuple[int, int]:
+        """Return how many runs are in the fast lane and in the long lane now."""
+        return self._lanes.counts()
 
     def missing_modules(self) -> list[str]:
         """Return preload modules that could not be imported."""
@@ -623,32 +747,34 @@ class SandboxPool:
         return list(self._slots[0].missing)
 
     @contextlib.contextmanager
-    def _slot(self, kind: str = "function") -> Iterator[_Slot]:
+    def _slot(self, limits: Limits, kind: str = "function") -> Iterator[_Slot]:
         self.start()
-        if not self._free.acquire(timeout=self.config.acquire_timeout_s):
-            raise SandboxError("no sandbox slot became free in time")
-        with self._lock:
-            self._busy += 1
-        # With a run slot in hand, a slot of either kind is idle: there are `size` of each.
-        idle: queue.Queue[Any] = self._idle_suites if kind == "pytest" else self._idle
-        slot: _Slot | int = idle.get_nowait()
+        token = self._lanes.enter(limits.long_after_s, self.config.acquire_timeout_s)
+        # With a place in either lane in hand, a zygote of each kind is idle or
+        # may be started: there are at most `capacity` runs, and as many zygotes.
+        suites = kind == "pytest"
+        idle = self._idle_suites if suites else self._idle
+        slot: _Slot | None = None
         try:
-            if isinstance(slot, int):
-                # Started here, not in start(): pools that never see a suite never pay for it.
-                slot = _Slot(slot, self, kind)
+            try:
+                slot = idle.get_nowait()
+            except queue.Empty:
                 with self._lock:
-                    self._suites.append(slot)
+                    made = self._suites if suites else self._slots
+                    slot = _Slot(len(made), self, kind)
+                    made.append(slot)
+                # Started here, not in start(): pools that never see a suite, or a
+                # long run, never pay for its zygote.
                 slot.start()
             yield slot
         finally:
-            idle.put(slot)
-            with self._lock:
-                self._busy -= 1
-            self._free.release()
+            if slot is not None:
+                idle.put(slot)
+            self._lanes.leave(token)
 
     def run_script(self, code: str, stdin: bytes, limits: Limits) -> RunReport:
         """Run ``code`` as ``__main__`` with ``stdin``; the report carries its stdout."""
-        with self._slot() as slot:
+        with self._slot(limits) as slot:
             started = time.monotonic()
             request = {
                 "op": "run",
@@ -658,7 +784,7 @@ class SandboxPool:
                 "limits": limits.message(),
             }
             seq = slot.begin(request, None)
-            return slot.finish(seq, started + limits.timeout_s + REPORT_GRACE_S, end=False)
+            return slot.finish(seq, started + limits.wall_s + REPORT_GRACE_S, end=False)
 
     def run_pytest(self, files: dict[str, str], limits: Limits, nonce: str) -> RunReport:
         """Run a pytest suite; ``files`` maps ``tests/...`` and ``work/...`` paths to text.
@@ -668,7 +794,7 @@ class SandboxPool:
         """
         if not self.config.pytest:
             raise SandboxError("this pool was started without pytest support")
-        with self._slot("pytest") as slot:
+        with self._slot(limits, "pytest") as slot:
             # Written here, not by the zygote: no suite ever enters a zygote's memory,
             # where later runs (forked from it) could dig it up.
             try:
@@ -686,7 +812,7 @@ class SandboxPool:
                     "limits": limits.message(),
                 }
                 seq = slot.begin(request, None)
-                return slot.finish(seq, started + limits.timeout_s + REPORT_GRACE_S, end=False)
+                return slot.finish(seq, started + limits.wall_s + REPORT_GRACE_S, end=False)
             finally:
                 _fill(slot.dir, {})
 
@@ -697,7 +823,7 @@ class SandboxPool:
         On exit the child is killed and swept, and ``report`` is set. Raises
         :class:`SandboxError` when the slot fails (not when the candidate does).
         """
-        with self._slot() as slot:
+        with self._slot(limits) as slot:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             started = time.monotonic()
             try:
@@ -710,9 +836,9 @@ class SandboxPool:
                 seq = slot.begin(request, theirs.fileno())
             finally:
                 theirs.close()
-            run = FunctionRun(ours, started + limits.timeout_s)
+            run = FunctionRun(ours, started + limits.wall_s)
             try:
                 yield run
             finally:
                 ours.close()
-                run.report = slot.finish(seq, started + limits.timeout_s + REPORT_GRACE_S, end=True)
+                run.report = slot.finish(seq, started + limits.wall_s + REPORT_GRACE_S, end=True)

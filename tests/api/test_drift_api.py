@@ -91,3 +91,52 @@ def test_a_shift_opens_an_alert_flags_rewards_and_survives_a_restart(
             if a["component"] == "eff"
         ]
         assert eff_open == []
+
+
+def open_series(metrics: str, rubric: str) -> dict[str, float]:
+    """Return the ``arbiter_drift_open_alerts`` series of one rubric: detector -> value."""
+    series = {}
+    for line in metrics.splitlines():
+        if line.startswith("arbiter_drift_open_alerts{") and f'rubric="{rubric}"' in line:
+            labels, value = line.rsplit(" ", 1)
+            detector = labels.split('detector="', 1)[1].split('"', 1)[0]
+            series[detector] = float(value)
+    return series
+
+
+def test_one_reset_per_rubric_closes_its_alerts_and_the_gauge_follows(
+    start_server: StartServer,
+) -> None:
+    server = start_server()
+    (server.rubric_dir / "drifty.yaml").write_text(DRIFTY)
+    wait_for_rubric(server)
+    rng = random.Random(11)
+    with server.client() as http:
+        for b in range(15):
+            assert http.post("/v1/rewards", json=batch(rng, 20 * b, 20.0)).status_code == 200
+        for b in range(15, 40):
+            http.post("/v1/rewards", json=batch(rng, 20 * b, 8.0))
+        alerts = http.get("/v1/drift/alerts", params={"open_only": True}).json()
+        # One shift moves the component and the rubric-level reward, on several detectors.
+        assert len(alerts) >= 2, alerts
+        assert {a["rubric"] for a in alerts} == {a["rubric_name"] for a in alerts} == {"drifty"}
+        incidents = http.get("/v1/drift/incidents", params={"open_only": True}).json()
+        assert len(incidents) == 1, incidents
+        assert incidents[0]["rubric"] == "drifty"
+        assert {m["id"] for m in incidents[0]["members"]} == {a["id"] for a in alerts}
+        before = open_series(http.get("/metrics").text, "drifty")
+        assert sum(before.values()) == len(alerts), before
+
+    with server.client("admin") as admin:
+        # By name alone: no component, no grader version, no sha256.
+        reset = admin.post("/v1/drift/reset", json={"rubric": "drifty"})
+        assert reset.status_code == 200, reset.text
+        assert reset.json() == {"closed_alerts": len(alerts), "open_alerts": 0}
+        assert admin.get("/v1/drift/alerts", params={"open_only": True}).json() == []
+        after = open_series(admin.get("/metrics").text, "drifty")
+        # Every series that counted an alert is still exported, now at 0.
+        assert set(after) == set(before)
+        assert all(value == 0 for value in after.values()), after
+        unknown = admin.post("/v1/drift/reset", json={"rubric": "no-such-rubric"})
+        assert unknown.status_code == 404
+        assert unknown.json()["code"] == "stream_not_found"

@@ -462,7 +462,7 @@ def test_suites_get_their_own_zygote_and_functions_never_carry_pytest() -> None:
         assert pool._suites == []  # no suite yet: no pytest zygote started
         assert _grade(grader, "def add(a, b):\n    return a + b\n", suite).score == 1.0
         (zygote,) = pool._suites
-        assert zygote.alive and zygote.uid == pool.uids.base + pool.size
+        assert zygote.alive and zygote.uid == pool.uids.base + pool.capacity
         # A suite zygote that dies is restarted like any other, and health tells of it.
         assert zygote.proc is not None
         zygote.proc.kill()
@@ -483,8 +483,8 @@ def test_pools_on_one_host_never_share_sandbox_uids(grader: UnitTestsGrader) -> 
     try:
         second.start()
         # Another pool (a second service on the host, say) gets other uids...
-        mine = set(range(first, first + 2 * grader.pool.size))
-        assert mine.isdisjoint(range(second.uids.base, second.uids.base + 2))
+        mine = set(range(first, first + 2 * grader.pool.capacity))
+        assert mine.isdisjoint(range(second.uids.base, second.uids.base + 2 * second.capacity))
         # ...and a pool told to use uids another pool holds refuses to start.
         taken = SandboxPool(PoolConfig(slots=1, uid_base=first))
         with pytest.raises(SandboxError, match="held by another pool"):

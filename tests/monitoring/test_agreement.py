@@ -14,8 +14,10 @@ from monitoring.agreement import (
     LabelledPair,
     agreement,
     agreement_report,
+    binary_counts,
     cohen_kappa,
     gwet_ac1,
+    labelled_pair,
     mean_absolute_error,
     quadratic_weighted_kappa,
     spearman,
@@ -213,3 +215,72 @@ def test_report_pairs_grader_and_human_per_component_hacks_and_overall() -> None
     assert report["overall"]["quadratic_weighted_kappa"]["value"] == pytest.approx(1.0)
     few = agreement_report(pairs[:10], n_resamples=50)
     assert few["overall"]["mae"]["status"] == "insufficient_data"
+
+
+def test_a_reward_in_minus_one_to_one_is_compared_on_the_reviewers_scale() -> None:
+    # The grader says -1 (worst) and 1 (best); the reviewer says 0 and 1: perfect agreement.
+    pairs = [
+        labelled_pair(
+            {"raw_reward": 1.0 if i % 2 else -1.0, "components": {}},
+            inclusion_probability=1.0,
+            verdicts={},
+            overall_score=1.0 if i % 2 else 0.0,
+            hack_types=[],
+            reward_range=(-1.0, 1.0),
+        )
+        for i in range(60)
+    ]
+    report = agreement_report(pairs, n_resamples=50)
+    assert report["overall"]["mae"]["value"] == pytest.approx(0.0)
+    assert report["overall"]["quadratic_weighted_kappa"]["value"] == pytest.approx(1.0)
+    assert report["overall"]["n"] == 60
+    assert report["overall"]["reward_ranges"] == [[-1.0, 1.0]]
+    # Read on the raw scales, the same labels would look half the scale apart.
+    raw = mean_absolute_error([p.grader_reward for p in pairs], [p.human_score for p in pairs])
+    assert raw == pytest.approx(0.5)
+
+
+def test_counts_explain_kappa_zero_beside_a_high_ac1() -> None:
+    # The grader passes everything; the reviewer fails 4 of 100: kappa has nothing to
+    # work with (no grader fails), AC1 sees 96% raw agreement.
+    pairs = [
+        LabelledPair(
+            inclusion_probability=1.0,
+            grader_components={"tests": 1.0},
+            human_verdicts={"tests": i >= 4},
+        )
+        for i in range(100)
+    ]
+    tests = agreement_report(pairs, n_resamples=50)["components"]["tests"]
+    assert tests["cohen_kappa"]["value"] == pytest.approx(0.0)
+    assert tests["gwet_ac1"]["value"] > 0.9
+    counts = tests["counts"]
+    assert counts == {
+        "n": 100,
+        "both_yes": 96,
+        "both_no": 0,
+        "grader_only": 4,
+        "human_only": 0,
+        "grader_rate": pytest.approx(1.0),
+        "human_rate": pytest.approx(0.96),
+        "observed_agreement": pytest.approx(0.96),
+    }
+
+
+def test_counts_are_weighted_by_inverse_inclusion_in_the_rates() -> None:
+    rows = [(1.0, 1.0, 0.5), (0.0, 1.0, 1.0)]
+    counts = binary_counts(rows)
+    assert counts["both_yes"] == 1 and counts["human_only"] == 1
+    assert counts["grader_rate"] == pytest.approx(2 / 3)
+
+
+def test_an_empty_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="reward_range"):
+        labelled_pair(
+            {},
+            inclusion_probability=1,
+            verdicts={},
+            overall_score=None,
+            hack_types=[],
+            reward_range=(1.0, 1.0),
+        )

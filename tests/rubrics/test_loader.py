@@ -235,9 +235,17 @@ def test_json_schema_accepts_library_rubrics(path):
         ("grader: efficiency", "grader: efficency"),
         ("version: 2", "version: two"),
         ("early_exit", "early_exti"),
+        ("weight: 0.7", 'weight: "0.7"'),
+        ("version: 2", 'version: "2"'),
+        ("cap: 0.4", 'cap: "0.4"'),
+        ("clip: [-1.0, 1.0]", "clip: [-1.0, 1.0]\nreview: {stratify_by: [decile]}"),
+        ("clip: [-1.0, 1.0]", 'clip: [-1.0, 1.0]\nreview: {show_scores: "yes"}'),
+        ("{max_turns: 8}", '{max_turns: "8"}'),
     ],
 )
 def test_json_schema_rejects_what_the_loader_rejects(old, new):
+    with pytest.raises(RubricError):
+        parse_rubric(GOOD.replace(old, new, 1), source="r.yaml")
     doc = YAML(typ="safe", pure=True).load(GOOD.replace(old, new, 1))
     validator = jsonschema.Draft7Validator(rubric_json_schema())
     assert list(validator.iter_errors(doc))
@@ -274,3 +282,49 @@ def test_identity_is_the_same_in_every_process():
         for seed in ("1", "2", "3")
     }
     assert len(runs) == 1
+
+
+def test_a_string_where_the_schema_says_number_is_an_error():
+    (issue,) = issues_of(GOOD.replace("weight: 0.7", 'weight: "0.1"'))
+    assert issue.startswith("r.yaml:7:13: components.speed.weight: expected a valid number")
+    assert issue.endswith("found value '0.1'")
+
+
+def test_a_misspelled_key_does_not_hide_the_same_components_config_errors():
+    text = GOOD.replace("    weight: 0.7\n", "    wieght: 0.7\n").replace(
+        "{max_turns: 8}", "{max_turn: 8}"
+    )
+    issues = issues_of(text)
+    assert len(issues) == 2, issues
+    assert issues[0].startswith("r.yaml:7:5: components.speed.wieght: unknown key 'wieght'")
+    assert issues[1].startswith("r.yaml:8:14: components.speed.config.max_turn: unknown key")
+
+
+def test_a_tab_is_reported_at_its_line_and_the_rest_is_still_checked():
+    text = GOOD.replace("    weight: 0.3\n", "\t\tweight: 0.3\n").replace(
+        "{max_turns: 8}", "{max_turn: 8}"
+    )
+    assert text.splitlines()[10] == "\t\tweight: 0.3"
+    issues = issues_of(text)
+    assert len(issues) == 2, issues
+    assert issues[0].startswith("r.yaml:8:14: components.speed.config.max_turn: unknown key")
+    assert issues[1].startswith("r.yaml:11:1: (document): a tab character in the indentation")
+
+
+def test_a_tab_alone_is_still_an_error():
+    (issue,) = issues_of(GOOD.replace("    weight: 0.3\n", "\t\tweight: 0.3\n"))
+    assert issue.startswith("r.yaml:11:1:") and "tab" in issue
+
+
+def test_review_strata_are_checked_with_a_suggestion():
+    text = GOOD + "review: {sample_rate: 0.1, stratify_by: [reward_decile, disagrement]}\n"
+    (issue,) = issues_of(text)
+    assert issue.startswith("r.yaml:18:")
+    assert "review.stratify_by[1]: expected one of: reward_decile, disagreement" in issue
+    assert "did you mean 'disagreement'?" in issue
+
+
+def test_review_may_choose_blind_or_open_review():
+    rubric = parse_rubric(GOOD + "review: {show_scores: true}\n", source="r.yaml")
+    assert rubric.spec.review.show_scores is True
+    assert parse_rubric(GOOD, source="r.yaml").spec.review.show_scores is None

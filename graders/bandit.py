@@ -1,4 +1,4 @@
-"""Security: bandit's findings on the response's code, in-process, weighted into a score.
+"""The bandit grader: bandit's findings on the response's code, in-process, weighted into a score.
 
 Bandit runs through its Python API on the code string (no subprocess, no temporary
 file): its test set is built once per selection of tests, and each analysis is one
@@ -22,8 +22,8 @@ policy rewarded for quiet bandit output would learn to append ``# nosec``. Every
 ``suppression_comment`` violation when ``nosec_violation`` is set); findings on
 such lines are marked ``under_nosec``.
 
-The cache and the process pool shared with the radon grader live in
-:mod:`graders.static_analysis`.
+The cache lives in :mod:`graders.static_analysis`; the process pool shared
+with the radon grader in :mod:`graders.analysis_pool`.
 """
 
 from __future__ import annotations
@@ -46,26 +46,28 @@ from bandit.core import (  # type: ignore[import-untyped]
     node_visitor,
     test_set,
 )
-from bandit.core.config import BanditConfig  # type: ignore[import-untyped]
+from bandit.core.config import BanditConfig as BanditCoreConfig  # type: ignore[import-untyped]
 from bandit.core.metrics import Metrics as BanditMetrics  # type: ignore[import-untyped]
 from pydantic import Field, field_validator
 
+from graders.analysis_pool import shared_pool
 from graders.base import Grader, GraderConfig
-from graders.static_analysis import StaticAnalyzer, analyse_response, shared_pool
+from graders.static_analysis import StaticAnalyzer, analyse_response
 from graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
 
 __all__ = [
     "LEVELS",
     "BanditAnalysis",
+    "BanditConfig",
+    "BanditGrader",
+    "BanditScore",
     "BanditSelection",
     "Finding",
     "NosecComment",
-    "SecurityConfig",
-    "SecurityGrader",
-    "SecurityScore",
-    "analyze_security",
+    "analyze_bandit",
     "known_test_ids",
     "score_findings",
+    "warm_bandit",
 ]
 
 logger = logging.getLogger(__name__)
@@ -184,13 +186,18 @@ _RUNNERS: dict[tuple[tuple[str, ...], tuple[str, ...]], _BanditRunner] = {}
 _BANDIT_CONFIG: Any = None
 
 
+def warm_bandit() -> None:
+    """Build bandit's default test set: a fresh pool worker's first analysis pays no import."""
+    _bandit_runner(BanditSelection())
+
+
 def _bandit_runner(selection: BanditSelection) -> _BanditRunner:
     global _BANDIT_CONFIG
     key = (selection.tests, selection.skips)
     runner = _RUNNERS.get(key)
     if runner is None:
         if _BANDIT_CONFIG is None:
-            _BANDIT_CONFIG = BanditConfig()
+            _BANDIT_CONFIG = BanditCoreConfig()
         profile = {"include": set(selection.tests), "exclude": set(selection.skips)}
         tests = test_set.BanditTestSet(_BANDIT_CONFIG, profile)
         runner = _BanditRunner(tests, getattr(blacklisting.blacklist, "_config", None))
@@ -246,7 +253,7 @@ def _snippet(lines: Sequence[str], line_range: Sequence[int]) -> str:
     return "\n".join(lines[max(first, 1) - 1 : last]).strip("\n")
 
 
-def analyze_security(code: str, selection: BanditSelection) -> BanditAnalysis:
+def analyze_bandit(code: str, selection: BanditSelection) -> BanditAnalysis:
     """Run bandit on ``code`` in this process (pure: same code, same analysis).
 
     A syntax error is part of the returned analysis, not an exception, so that
@@ -347,7 +354,7 @@ def _with_defaults(
     return {level: given.get(level, defaults[level]) for level in LEVELS}
 
 
-class SecurityConfig(GraderConfig):
+class BanditConfig(GraderConfig):
     """Configuration of the bandit grader."""
 
     severity_weights: dict[Level, Weight] = Field(
@@ -409,7 +416,7 @@ class SecurityConfig(GraderConfig):
 
 
 @dataclass(frozen=True, slots=True)
-class SecurityScore:
+class BanditScore:
     """The score, the penalty it came from, and the counts behind it."""
 
     score: float
@@ -418,7 +425,7 @@ class SecurityScore:
     by_confidence: dict[str, int]
 
 
-def score_findings(findings: Sequence[Finding], config: SecurityConfig) -> SecurityScore:
+def score_findings(findings: Sequence[Finding], config: BanditConfig) -> BanditScore:
     """Map findings to a score in (0, 1] (pure)."""
     by_severity: dict[str, int] = dict.fromkeys(LEVELS, 0)
     by_confidence: dict[str, int] = dict.fromkeys(LEVELS, 0)
@@ -432,24 +439,26 @@ def score_findings(findings: Sequence[Finding], config: SecurityConfig) -> Secur
         penalty += sev * conf
     x = penalty / config.scale
     score = math.exp(-x) if config.mapping == "exponential" else 1.0 / (1.0 + x)
-    return SecurityScore(min(1.0, max(0.0, score)), penalty, by_severity, by_confidence)
+    return BanditScore(min(1.0, max(0.0, score)), penalty, by_severity, by_confidence)
 
 
-class SecurityGrader(Grader[SecurityConfig]):
+class BanditGrader(Grader[BanditConfig]):
     """Scores the response's code by bandit's findings, severity x confidence."""
 
     name: ClassVar[str] = "bandit"
     version: ClassVar[str] = "1"
-    config_model = SecurityConfig
+    config_model = BanditConfig
     description: ClassVar[str] = "bandit findings (in-process), weighted by severity x confidence"
     default_timeout_s: ClassVar[float] = 10.0
 
     def __init__(
         self, analyzer: StaticAnalyzer[BanditSelection, BanditAnalysis] | None = None
     ) -> None:
-        self.analyzer = analyzer or StaticAnalyzer(analyze_security, pool=shared_pool())
+        self.analyzer = analyzer or StaticAnalyzer(
+            analyze_bandit, pool=shared_pool(), warm_up=warm_bandit
+        )
 
-    async def grade(self, sample: Sample, config: SecurityConfig) -> GradeResult:
+    async def grade(self, sample: Sample, config: BanditConfig) -> GradeResult:
         """Run bandit on the response's code and score its findings."""
         outcome = await analyse_response(
             self, self.analyzer, sample.response, config.code_block, config.selection()
@@ -495,5 +504,5 @@ class SecurityGrader(Grader[SecurityConfig]):
         return self.scored(result.score, details=details, violations=violations)
 
     def close(self) -> None:
-        """Stop the analysis workers this grader uses, if any were started."""
+        """Give back this grader's share of the analysis pool (the last user stops it)."""
         self.analyzer.close()

@@ -14,18 +14,19 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from graders.registry import GraderRegistry
-from graders.runner import GraderJob, run_job
-from graders.security import (
+from graders.analysis_pool import WorkerPool
+from graders.bandit import (
     LEVELS,
+    BanditConfig,
+    BanditGrader,
     BanditSelection,
     Finding,
-    SecurityConfig,
-    SecurityGrader,
-    analyze_security,
+    analyze_bandit,
     score_findings,
 )
-from graders.static_analysis import StaticAnalyzer, WorkerPool
+from graders.registry import GraderRegistry
+from graders.runner import GraderJob, run_job
+from graders.static_analysis import StaticAnalyzer
 from graders.types import FailureKind, Sample, ViolationType
 from tests.strictness import unavailable
 
@@ -37,14 +38,14 @@ def finding(severity: str, confidence: str, test_id: str = "B000") -> Finding:
     return Finding(test_id, "t", severity, confidence, 1, (1,), 0, "", 0, "", False)
 
 
-def grade(grader: SecurityGrader, response: str, **config):
-    return asyncio.run(grader.grade(Sample(id="s", response=response), SecurityConfig(**config)))
+def grade(grader: BanditGrader, response: str, **config):
+    return asyncio.run(grader.grade(Sample(id="s", response=response), BanditConfig(**config)))
 
 
 @pytest.fixture
-def grader() -> SecurityGrader:
+def grader() -> BanditGrader:
     # No pool: these tests check results, not parallelism.
-    return SecurityGrader(StaticAnalyzer(analyze_security))
+    return BanditGrader(StaticAnalyzer(analyze_bandit))
 
 
 # --- scoring (pure) ---------------------------------------------------------
@@ -75,13 +76,13 @@ def grader() -> SecurityGrader:
     ],
 )
 def test_score_findings(findings, config, expected):
-    result = score_findings([finding(s, c) for s, c in findings], SecurityConfig(**config))
+    result = score_findings([finding(s, c) for s, c in findings], BanditConfig(**config))
     assert result.score == pytest.approx(expected)
 
 
 def test_score_counts_by_level():
     fs = [finding("HIGH", "MEDIUM"), finding("LOW", "MEDIUM"), finding("LOW", "HIGH")]
-    result = score_findings(fs, SecurityConfig())
+    result = score_findings(fs, BanditConfig())
     assert result.by_severity == {"UNDEFINED": 0, "LOW": 2, "MEDIUM": 0, "HIGH": 1}
     assert result.by_confidence == {"UNDEFINED": 0, "LOW": 0, "MEDIUM": 2, "HIGH": 1}
     assert result.penalty == pytest.approx(1.0 * 0.6 + 0.1 * 0.6 + 0.1 * 1.0)
@@ -89,7 +90,7 @@ def test_score_counts_by_level():
 
 @pytest.mark.parametrize("mapping", ["exponential", "reciprocal"])
 def test_more_findings_never_score_higher(mapping):
-    config = SecurityConfig(mapping=mapping)
+    config = BanditConfig(mapping=mapping)
     scores = [score_findings([finding("LOW", "LOW")] * n, config).score for n in range(40)]
     assert scores == sorted(scores, reverse=True)
     assert all(0.0 < s <= 1.0 for s in scores)
@@ -110,11 +111,11 @@ def test_more_findings_never_score_higher(mapping):
 )
 def test_bad_config_fails_at_load(bad):
     with pytest.raises(ValidationError):
-        SecurityConfig(**bad)
+        BanditConfig(**bad)
 
 
 def test_test_ids_are_normalised():
-    assert SecurityConfig(skips=["b101", "B602", "b101"]).skips == ("B101", "B602")
+    assert BanditConfig(skips=["b101", "B602", "b101"]).skips == ("B101", "B602")
 
 
 # --- bandit's own functional expectations -----------------------------------
@@ -158,7 +159,7 @@ def test_matches_bandit_functional_counts(case, grader):
     # bandit's tests honour nosec unless they say otherwise; the grader does not
     # by default, so the test states bandit's setting explicitly.
     honor = not case.get("ignore_nosec", False)
-    analysis = analyze_security(code, BanditSelection(honor_nosec=honor))
+    analysis = analyze_bandit(code, BanditSelection(honor_nosec=honor))
     assert analysis.syntax_error is None
     assert analysis.plugin_errors == ()
     sev = collections.Counter(f.severity for f in analysis.findings)
@@ -170,7 +171,7 @@ def test_matches_bandit_functional_counts(case, grader):
     assert got == case["expect"]
     # The grader reports the same counts through its details.
     result = asyncio.run(
-        grader.grade(Sample(id="x", response=code), SecurityConfig(honor_nosec=honor))
+        grader.grade(Sample(id="x", response=code), BanditConfig(honor_nosec=honor))
     )
     assert result.score is not None
     assert result.details["counts"] == {
@@ -195,7 +196,7 @@ def test_details_list_each_finding(grader):
     assert (b602["severity"], b602["confidence"], b602["line"]) == ("HIGH", "HIGH", 2)
     assert b602["snippet"] == "subprocess.Popen('ls ' + name, shell=True)"
     assert result.details["findings_total"] == 2
-    expected = score_findings(analyze_security(SHELL, BanditSelection()).findings, SecurityConfig())
+    expected = score_findings(analyze_bandit(SHELL, BanditSelection()).findings, BanditConfig())
     assert result.score == pytest.approx(expected.score)
 
 
@@ -239,8 +240,8 @@ def test_runner_turns_nothing_into_a_crash():
     job = GraderJob(
         sample=Sample(id="s", response="```python\nif True print(1)\n```"),
         component="security",
-        grader=SecurityGrader(StaticAnalyzer(analyze_security)),
-        config=SecurityConfig(),
+        grader=BanditGrader(StaticAnalyzer(analyze_bandit)),
+        config=BanditConfig(),
         timeout_s=10,
     )
     result = asyncio.run(run_job(job))
@@ -308,25 +309,25 @@ def test_selections_do_not_leak_into_each_other():
     only_pickle = BanditSelection(skips=("B101", "B404"))
     both = BanditSelection(skips=("B101",))
     for _ in range(2):
-        assert [f.test_id for f in analyze_security(code, both).findings] == ["B403", "B404"]
-        assert [f.test_id for f in analyze_security(code, only_pickle).findings] == ["B403"]
+        assert [f.test_id for f in analyze_bandit(code, both).findings] == ["B403", "B404"]
+        assert [f.test_id for f in analyze_bandit(code, only_pickle).findings] == ["B403"]
 
 
 def test_coding_cookie_is_respected():
     # Trojan-source detection reads the bytes with the declared encoding.
     code = "# -*- coding: latin-1 -*-\nx = 'caf\u00e9'\n"
-    analysis = analyze_security(code, BanditSelection())
+    analysis = analyze_bandit(code, BanditSelection())
     assert analysis.syntax_error is None and analysis.findings == ()
     bidi = "x = 'a\u202eb'\n"
-    assert [f.test_id for f in analyze_security(bidi, BanditSelection()).findings] == ["B613"]
+    assert [f.test_id for f in analyze_bandit(bidi, BanditSelection()).findings] == ["B613"]
 
 
 # --- cache, deduplication, pool --------------------------------------------------
 
 
 def test_cache_by_code_hash_and_selection():
-    analyzer = StaticAnalyzer(analyze_security, cache_size=2)
-    grader = SecurityGrader(analyzer)
+    analyzer = StaticAnalyzer(analyze_bandit, cache_size=2)
+    grader = BanditGrader(analyzer)
     first = grade(grader, SHELL)
     second = grade(grader, SHELL)
     assert (first.details["cached"], second.details["cached"]) == (False, True)
@@ -339,12 +340,12 @@ def test_cache_by_code_hash_and_selection():
 
 
 def test_identical_code_in_flight_is_analysed_once():
-    analyzer = StaticAnalyzer(analyze_security)
-    grader = SecurityGrader(analyzer)
+    analyzer = StaticAnalyzer(analyze_bandit)
+    grader = BanditGrader(analyzer)
 
     async def batch():
         samples = [Sample(id=str(i), response=SHELL) for i in range(5)]
-        return await asyncio.gather(*(grader.grade(s, SecurityConfig()) for s in samples))
+        return await asyncio.gather(*(grader.grade(s, BanditConfig()) for s in samples))
 
     results = asyncio.run(batch())
     assert analyzer.stats.misses == 1 and analyzer.stats.deduplicated == 4
@@ -359,13 +360,13 @@ def _die(code: str, selection: BanditSelection):
 def test_process_pool_gives_the_same_results_and_survives_a_dead_worker():
     pool = WorkerPool(2)
     try:
-        pooled = SecurityGrader(StaticAnalyzer(analyze_security, pool=pool, offload_at=2))
-        inline = SecurityGrader(StaticAnalyzer(analyze_security))
+        pooled = BanditGrader(StaticAnalyzer(analyze_bandit, pool=pool, offload_at=2))
+        inline = BanditGrader(StaticAnalyzer(analyze_bandit))
         codes = [SHELL, NOSEC, "eval(x)\n", "def f():\n    return 1\n", "import pickle\n"]
 
         async def batch(grader):
             samples = [Sample(id=str(i), response=c) for i, c in enumerate(codes)]
-            return await asyncio.gather(*(grader.grade(s, SecurityConfig()) for s in samples))
+            return await asyncio.gather(*(grader.grade(s, BanditConfig()) for s in samples))
 
         got = asyncio.run(batch(pooled))
         assert pooled.analyzer.stats.offloaded == len(codes)
@@ -374,19 +375,19 @@ def test_process_pool_gives_the_same_results_and_survives_a_dead_worker():
         assert [r.details["findings"] for r in got] == [r.details["findings"] for r in want]
 
         # One long response goes to the pool even when nothing else is queued.
-        lines = SecurityGrader(StaticAnalyzer(analyze_security, pool=pool, offload_lines=50))
+        lines = BanditGrader(StaticAnalyzer(analyze_bandit, pool=pool, offload_lines=50))
         long_code = "".join(f"x{i} = {i}\n" for i in range(60))
         assert grade(lines, long_code).score == 1.0
         assert grade(lines, "x = 1\n").score == 1.0
         assert lines.analyzer.stats.offloaded == 1
 
-        dying = SecurityGrader(StaticAnalyzer(_die, pool=pool, offload_at=1))
+        dying = BanditGrader(StaticAnalyzer(_die, pool=pool, offload_at=1))
         dead = grade(dying, "x = 1\n")
         assert dead.score is None and dead.failure is not None
         assert dead.failure.kind == FailureKind.GRADER_ERROR and dead.failure.retryable
         # A fresh pool replaces the broken one.
         again = asyncio.run(
-            batch(SecurityGrader(StaticAnalyzer(analyze_security, pool=pool, offload_at=2)))
+            batch(BanditGrader(StaticAnalyzer(analyze_bandit, pool=pool, offload_at=2)))
         )
         assert [r.score for r in again] == [r.score for r in want]
     finally:
@@ -395,6 +396,6 @@ def test_process_pool_gives_the_same_results_and_survives_a_dead_worker():
 
 def test_registers_under_its_name():
     registry = GraderRegistry()
-    registry.register(SecurityGrader)
-    assert registry.get("bandit") is SecurityGrader
-    assert SecurityGrader.config_model is SecurityConfig
+    registry.register(BanditGrader)
+    assert registry.get("bandit") is BanditGrader
+    assert BanditGrader.config_model is BanditConfig

@@ -14,16 +14,16 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from radon.metrics import mi_visit
 
-from graders.complexity import (
+from graders.radon import (
     Block,
-    ComplexityConfig,
-    ComplexityGrader,
-    ComplexityMetrics,
     Curve,
+    RadonConfig,
+    RadonGrader,
+    RadonMetrics,
     RadonOptions,
     curve_score,
     longest_statement_lines,
-    measure_complexity,
+    measure_radon,
     score_complexity,
 )
 from graders.registry import GraderRegistry
@@ -36,13 +36,13 @@ RADON_CASES = DATA / "radon" / "radon_expected_cases.json"
 HUMANEVAL = DATA / "humanevalpack_python.jsonl"
 
 
-def grade(grader: ComplexityGrader, response: str, **config):
-    return asyncio.run(grader.grade(Sample(id="s", response=response), ComplexityConfig(**config)))
+def grade(grader: RadonGrader, response: str, **config):
+    return asyncio.run(grader.grade(Sample(id="s", response=response), RadonConfig(**config)))
 
 
 @pytest.fixture
-def grader() -> ComplexityGrader:
-    return ComplexityGrader(StaticAnalyzer(measure_complexity))
+def grader() -> RadonGrader:
+    return RadonGrader(StaticAnalyzer(measure_radon))
 
 
 # --- curves and combination (pure) --------------------------------------------
@@ -96,11 +96,11 @@ def test_curve_is_bounded_and_never_rewards_getting_worse(ok, span, a, b, shape)
     assert 0.0 <= s_worse <= s_better <= 1.0
 
 
-def metrics(max_cc: int, mean_cc: float, mi: float) -> ComplexityMetrics:
+def metrics(max_cc: int, mean_cc: float, mi: float) -> RadonMetrics:
     # Two blocks with the wanted max and mean.
     other = round(2 * mean_cc - max_cc)
     blocks = (Block("a", "function", 1, 2, max_cc), Block("b", "function", 3, 4, other))
-    return ComplexityMetrics(
+    return RadonMetrics(
         blocks=blocks,
         maintainability_index=mi,
         raw=(("lloc", 40),),
@@ -131,13 +131,13 @@ def metrics(max_cc: int, mean_cc: float, mi: float) -> ComplexityMetrics:
     ],
 )
 def test_score_complexity(m, config, expected):
-    result = score_complexity(m, ComplexityConfig(**config))
+    result = score_complexity(m, RadonConfig(**config))
     assert result.score == pytest.approx(expected)
     assert 0.0 <= result.score <= 1.0
 
 
 def test_terms_say_how_each_metric_scored():
-    result = score_complexity(metrics(20, 10, 80), ComplexityConfig())
+    result = score_complexity(metrics(20, 10, 80), RadonConfig())
     assert result.terms["max_cyclomatic"] == {
         "value": 20.0,
         "ok": 10.0,
@@ -150,7 +150,7 @@ def test_terms_say_how_each_metric_scored():
 
 
 def test_bare_numbers_expand():
-    config = ComplexityConfig(max_cyclomatic=10, maintainability=40)
+    config = RadonConfig(max_cyclomatic=10, maintainability=40)
     assert (config.max_cyclomatic.ok, config.max_cyclomatic.worst) == (10, 30)
     assert (config.maintainability.ok, config.maintainability.worst) == (40, 0)
 
@@ -173,7 +173,7 @@ def test_bare_numbers_expand():
 )
 def test_bad_config_fails_at_load(bad):
     with pytest.raises(ValidationError):
-        ComplexityConfig(**bad)
+        RadonConfig(**bad)
 
 
 # --- radon's own expected results ------------------------------------------------
@@ -197,14 +197,14 @@ def test_there_are_58_radon_cases():
 @pytest.mark.parametrize("case", _radon_cases("cc_module_total"))
 def test_module_complexity_matches_radon(case):
     options = RadonOptions(count_asserts=not case["kwargs"].get("no_assert", False))
-    m = measure_complexity(dedent(case["code"]), options)
+    m = measure_radon(dedent(case["code"]), options)
     assert m.syntax_error is None
     assert m.module_complexity == case["expected_complexity"]
 
 
 @pytest.mark.parametrize("case", _radon_cases("cc_single_function"))
 def test_single_function_complexity_matches_radon(case):
-    m = measure_complexity(dedent(case["code"]), RadonOptions())
+    m = measure_radon(dedent(case["code"]), RadonOptions())
     functions = [b for b in m.blocks if b.kind == "function"]
     assert len(functions) == 1
     assert m.module_complexity == case["expected_module_complexity"]
@@ -213,7 +213,7 @@ def test_single_function_complexity_matches_radon(case):
 
 @pytest.mark.parametrize("case", _radon_cases("mi"))
 def test_maintainability_index_matches_radon(case):
-    m = measure_complexity(dedent(case["code"]), RadonOptions(mi_count_multi=case["count_multi"]))
+    m = measure_radon(dedent(case["code"]), RadonOptions(mi_count_multi=case["count_multi"]))
     assert m.maintainability_index == case["expected_mi"]  # exact: the same arithmetic
 
 
@@ -226,7 +226,7 @@ def test_maintainability_index_equals_radon_on_humaneval():
     for row in rows:
         code = row["prompt"] + row["canonical_solution"]
         for multi in (True, False):
-            got = measure_complexity(code, RadonOptions(mi_count_multi=multi))
+            got = measure_radon(code, RadonOptions(mi_count_multi=multi))
             assert got.maintainability_index == mi_visit(code, multi), row["task_id"]
 
 
@@ -253,7 +253,7 @@ if __name__ == "__main__":
 
 
 def test_closures_methods_and_module_are_blocks():
-    m = measure_complexity(NESTED, RadonOptions())
+    m = measure_radon(NESTED, RadonOptions())
     got = {(b.name, b.kind): b.complexity for b in m.blocks}
     # radon leaves a closure's branches out of its parent: the closure is its own block.
     assert got == {
@@ -267,12 +267,12 @@ def test_closures_methods_and_module_are_blocks():
 
 
 def test_a_script_without_functions_is_one_block():
-    m = measure_complexity("for i in range(3):\n    print(i)\n", RadonOptions())
+    m = measure_radon("for i in range(3):\n    print(i)\n", RadonOptions())
     assert [(b.name, b.complexity) for b in m.blocks] == [("<module>", 2)]
 
 
 def test_module_without_decisions_is_not_a_block():
-    m = measure_complexity("def f(a):\n    return a or 1\n", RadonOptions())
+    m = measure_radon("def f(a):\n    return a or 1\n", RadonOptions())
     assert [b.name for b in m.blocks] == ["f"]
 
 
@@ -305,8 +305,8 @@ def test_an_overlong_statement_is_declined_not_analysed_for_minutes(grader):
 
 def test_asserts_count_unless_configured():
     code = "def f(x):\n    assert x\n    return x\n"
-    assert measure_complexity(code, RadonOptions()).max_cyclomatic == 2
-    assert measure_complexity(code, RadonOptions(count_asserts=False)).max_cyclomatic == 1
+    assert measure_radon(code, RadonOptions()).max_cyclomatic == 2
+    assert measure_radon(code, RadonOptions(count_asserts=False)).max_cyclomatic == 1
 
 
 # --- the grader --------------------------------------------------------------------
@@ -363,8 +363,8 @@ def test_unscorable_code_is_a_typed_failure(grader, response, kind):
 
 
 def test_cache_by_code_hash_and_options():
-    analyzer = StaticAnalyzer(measure_complexity, cache_size=8)
-    grader = ComplexityGrader(analyzer)
+    analyzer = StaticAnalyzer(measure_radon, cache_size=8)
+    grader = RadonGrader(analyzer)
     code = "def f(x):\n    assert x\n    return x\n"
     assert grade(grader, code).details["cached"] is False
     assert grade(grader, code, max_cyclomatic=2).details["cached"] is True  # scoring only
@@ -374,5 +374,5 @@ def test_cache_by_code_hash_and_options():
 
 def test_registers_under_its_name():
     registry = GraderRegistry()
-    registry.register(ComplexityGrader)
-    assert registry.get("radon") is ComplexityGrader
+    registry.register(RadonGrader)
+    assert registry.get("radon") is RadonGrader

@@ -1,4 +1,4 @@
-"""Complexity: radon's metrics on the response's code, in-process, shaped into a score.
+"""The radon grader: radon's metrics on the response's code, in-process, shaped into a score.
 
 One ``ast.parse`` feeds radon's complexity and Halstead visitors, and one pass of
 radon's raw tokenizer counts lines; the maintainability index is computed from
@@ -38,22 +38,24 @@ from radon.metrics import h_visit_ast, mi_compute, mi_rank  # type: ignore[impor
 from radon.raw import analyze as raw_analyze  # type: ignore[import-untyped]
 from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-untyped]
 
+from graders.analysis_pool import shared_pool
 from graders.base import Grader, GraderConfig
-from graders.static_analysis import StaticAnalyzer, analyse_response, shared_pool
+from graders.static_analysis import StaticAnalyzer, analyse_response
 from graders.types import GradeResult, Sample
 
 __all__ = [
     "Block",
-    "ComplexityConfig",
-    "ComplexityGrader",
-    "ComplexityMetrics",
-    "ComplexityScore",
     "Curve",
+    "RadonConfig",
+    "RadonGrader",
+    "RadonMetrics",
     "RadonOptions",
+    "RadonScore",
     "curve_score",
     "longest_statement_lines",
-    "measure_complexity",
+    "measure_radon",
     "score_complexity",
+    "warm_radon",
 ]
 
 Shape = Literal["linear", "exponential", "step"]
@@ -130,7 +132,7 @@ class Block:
 
 
 @dataclass(frozen=True, slots=True)
-class ComplexityMetrics:
+class RadonMetrics:
     """radon's metrics for one piece of code; plain data, cached and sent across processes."""
 
     module_complexity: int = 0
@@ -195,7 +197,12 @@ def _halstead(report: Any) -> tuple[tuple[str, float], ...]:
     return tuple((name, float(getattr(report, name))) for name in _HALSTEAD_FIELDS)
 
 
-def measure_complexity(code: str, options: RadonOptions) -> ComplexityMetrics:
+def warm_radon() -> None:
+    """Measure a one-line module, so that a fresh pool worker's first analysis pays no import."""
+    measure_radon("x = 1\n", RadonOptions())
+
+
+def measure_radon(code: str, options: RadonOptions) -> RadonMetrics:
     """Compute radon's metrics for ``code`` in this process (pure).
 
     A syntax error is part of the returned metrics, not an exception, so that it
@@ -208,17 +215,17 @@ def measure_complexity(code: str, options: RadonOptions) -> ComplexityMetrics:
             warnings.simplefilter("ignore")
             tree = ast.parse(code)
     except SyntaxError as e:
-        return ComplexityMetrics(syntax_error=f"line {e.lineno}: {e.msg}")
+        return RadonMetrics(syntax_error=f"line {e.lineno}: {e.msg}")
     except ValueError as e:  # "source code string cannot contain null bytes"
-        return ComplexityMetrics(syntax_error=str(e))
+        return RadonMetrics(syntax_error=str(e))
     except RecursionError:
-        return ComplexityMetrics(unanalysable=_TOO_DEEP)
+        return RadonMetrics(unanalysable=_TOO_DEEP)
     # radon's raw line counter re-tokenizes a logical line once per physical line
     # it spans: quadratic. One 7,000-line literal (bandit's long_set.py example)
     # took ~3 minutes; 500 lines take ~0.7 s.
     span = longest_statement_lines(tree)
     if span > options.max_statement_lines:
-        return ComplexityMetrics(
+        return RadonMetrics(
             unanalysable=f"one statement spans {span} lines, more than "
             f"{options.max_statement_lines}: radon's line counting is quadratic in that"
         )
@@ -229,12 +236,12 @@ def measure_complexity(code: str, options: RadonOptions) -> ComplexityMetrics:
         halstead = h_visit_ast(tree)
         raw = raw_analyze(code)
     except RecursionError:
-        return ComplexityMetrics(unanalysable=_TOO_DEEP)
+        return RadonMetrics(unanalysable=_TOO_DEEP)
     # The same arithmetic, in the same order, as radon.metrics.mi_parameters.
     comment_lines = raw.comments + (raw.multi if options.mi_count_multi else 0)
     comments_pct = comment_lines / float(raw.sloc) * 100 if raw.sloc != 0 else 0
     mi = mi_compute(halstead.total.volume, mi_cc.total_complexity, raw.lloc, comments_pct)
-    return ComplexityMetrics(
+    return RadonMetrics(
         module_complexity=int(cc.complexity),
         total_complexity=int(cc.total_complexity),
         blocks=_blocks(cc),
@@ -283,7 +290,7 @@ def _bare(value: Any, *, higher_is_worse: bool) -> Any:
     return value
 
 
-class ComplexityConfig(GraderConfig):
+class RadonConfig(GraderConfig):
     """Configuration of the radon grader: one optional curve per scorable metric."""
 
     max_cyclomatic: Curve | None = Field(
@@ -344,7 +351,7 @@ class ComplexityConfig(GraderConfig):
         return _bare(v, higher_is_worse=False)
 
     @model_validator(mode="after")
-    def _has_a_curve(self) -> ComplexityConfig:
+    def _has_a_curve(self) -> RadonConfig:
         curves = self.curves()
         if not curves:
             raise ValueError("set at least one metric's curve")
@@ -363,14 +370,14 @@ class ComplexityConfig(GraderConfig):
 
 
 @dataclass(frozen=True, slots=True)
-class ComplexityScore:
+class RadonScore:
     """The combined score and each metric's term."""
 
     score: float
     terms: dict[str, dict[str, Any]]
 
 
-def score_complexity(metrics: ComplexityMetrics, config: ComplexityConfig) -> ComplexityScore:
+def score_complexity(metrics: RadonMetrics, config: RadonConfig) -> RadonScore:
     """Score radon's metrics against the config's curves (pure)."""
     terms: dict[str, dict[str, Any]] = {}
     for metric, curve in config.curves().items():
@@ -392,12 +399,10 @@ def score_complexity(metrics: ComplexityMetrics, config: ComplexityConfig) -> Co
     else:
         weights = [t["weight"] for t in terms.values()]
         score = sum(w * s for w, s in zip(weights, scores, strict=True)) / sum(weights)
-    return ComplexityScore(min(1.0, max(0.0, score)), terms)
+    return RadonScore(min(1.0, max(0.0, score)), terms)
 
 
-def _details(
-    metrics: ComplexityMetrics, result: ComplexityScore, config: ComplexityConfig
-) -> dict[str, Any]:
+def _details(metrics: RadonMetrics, result: RadonScore, config: RadonConfig) -> dict[str, Any]:
     details: dict[str, Any] = {
         "cyclomatic": {
             "max": metrics.max_cyclomatic,
@@ -424,23 +429,23 @@ def _details(
     return details
 
 
-class ComplexityGrader(Grader[ComplexityConfig]):
+class RadonGrader(Grader[RadonConfig]):
     """Scores the response's code by cyclomatic complexity and maintainability (radon)."""
 
     name: ClassVar[str] = "radon"
     version: ClassVar[str] = "1"
-    config_model = ComplexityConfig
+    config_model = RadonConfig
     description: ClassVar[str] = (
         "radon cyclomatic complexity (max, mean), maintainability index, Halstead, raw metrics"
     )
     default_timeout_s: ClassVar[float] = 10.0
 
-    def __init__(
-        self, analyzer: StaticAnalyzer[RadonOptions, ComplexityMetrics] | None = None
-    ) -> None:
-        self.analyzer = analyzer or StaticAnalyzer(measure_complexity, pool=shared_pool())
+    def __init__(self, analyzer: StaticAnalyzer[RadonOptions, RadonMetrics] | None = None) -> None:
+        self.analyzer = analyzer or StaticAnalyzer(
+            measure_radon, pool=shared_pool(), warm_up=warm_radon
+        )
 
-    async def grade(self, sample: Sample, config: ComplexityConfig) -> GradeResult:
+    async def grade(self, sample: Sample, config: RadonConfig) -> GradeResult:
         """Measure the response's code with radon and score it."""
         outcome = await analyse_response(
             self, self.analyzer, sample.response, config.code_block, config.options()
@@ -454,5 +459,5 @@ class ComplexityGrader(Grader[ComplexityConfig]):
         return self.scored(result.score, details=details)
 
     def close(self) -> None:
-        """Stop the analysis workers this grader uses, if any were started."""
+        """Give back this grader's share of the analysis pool (the last user stops it)."""
         self.analyzer.close()

@@ -1,0 +1,71 @@
+"""Authentication: who is calling, from an API key, through a cache of key look-ups."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from api.errors import Forbidden, Unauthorized, Unavailable
+from store.db import ApiKey, Store, hash_key
+
+__all__ = ["ANONYMOUS", "KEY_CACHE_S", "Authenticator", "Principal"]
+
+KEY_CACHE_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: the key's id (the log's client identity), name and role."""
+
+    client: str
+    name: str
+    role: str
+
+    def require(self, *roles: str) -> None:
+        """Raise 403 unless this principal has one of ``roles`` (admin has all)."""
+        if self.role != "admin" and self.role not in roles:
+            raise Forbidden(f"a {self.role!r} key may not do this; needs {' or '.join(roles)}")
+
+
+ANONYMOUS = Principal(client="anonymous", name="anonymous (auth disabled)", role="admin")
+
+
+class Authenticator:
+    """Turn API keys into principals, caching each look-up for a while."""
+
+    def __init__(self, store: Store, *, enabled: bool, retry_after: dict[str, str]) -> None:
+        self.store = store
+        self.enabled = enabled
+        self._retry_after = retry_after
+        self._keys: dict[str, tuple[ApiKey | None, float]] = {}
+
+    async def authenticate(self, key: str | None) -> Principal:
+        """Return the caller for an API key (or everyone, when auth is disabled)."""
+        if not self.enabled:
+            return ANONYMOUS
+        if not key:
+            raise Unauthorized(
+                "no API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        digest = hash_key(key)
+        cached = self._keys.get(digest)
+        now = time.monotonic()
+        if cached is not None and cached[1] > now:
+            record = cached[0]
+        else:
+            try:
+                record = await asyncio.to_thread(self.store.key_for, key)
+            except Exception as e:
+                raise Unavailable(
+                    "the key store is unreachable", headers=dict(self._retry_after)
+                ) from e
+            self._keys[digest] = (record, now + KEY_CACHE_S)
+        if record is None:
+            raise Unauthorized("unknown or revoked API key", headers={"WWW-Authenticate": "Bearer"})
+        return Principal(client=record.id, name=record.name, role=record.role)
+
+    def forget(self) -> None:
+        """Drop cached key look-ups (after a revocation)."""
+        self._keys.clear()

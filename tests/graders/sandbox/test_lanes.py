@@ -1,0 +1,108 @@
+"""Scheduling under slow candidates: CPU-time limits, the long lane, reference-derived limits."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from graders.sandbox import PoolConfig, SandboxPool
+from graders.types import FailureKind, TaskSpec
+from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from tests.graders.sandbox.conftest import function_task, grade
+
+LOOPER = "def f():\n    while True:\n        pass\n"
+RETURNS_TRUE = function_task("assert f() is True\n")
+# About a second of CPU in pure Python on these machines.
+BUSY = "def f():\n    n = 0\n    for i in range(12_000_000):\n        n += i\n    return n > 0\n"
+
+
+@pytest.fixture
+def small_pool() -> Iterator[SandboxPool]:
+    # One fast place, three long ones: four runs in flight on however many cores.
+    pool = SandboxPool(PoolConfig(slots=1, long_slots=3, pytest=False))
+    pool.start()
+    yield pool
+    pool.close()
+
+
+def test_runs_beyond_the_cores_are_charged_cpu_time_not_waiting_time(
+    small_pool: SandboxPool,
+) -> None:
+    grader = UnitTestsGrader(small_pool)
+    # Six correct runs of ~1 CPU-second each, four at once, under a 2 s CPU limit:
+    # each waits for a core much of the time, and is not charged for waiting.
+    config = {"timeout_s": 2.0, "wall_factor": 20.0, "long_after_s": 0.2}
+    with ThreadPoolExecutor(6) as threads:
+        results = list(threads.map(lambda _: grade(grader, BUSY, RETURNS_TRUE, **config), range(6)))
+    assert [r.score for r in results] == [1.0] * 6, [r.failure for r in results]
+    # Each went past long_after_s, so each moved to the long lane.
+    assert all(r.details["sandbox"]["long"] for r in results)
+
+
+def test_a_looper_ends_at_its_cpu_limit_as_a_timeout(small_pool: SandboxPool) -> None:
+    result = grade(UnitTestsGrader(small_pool), LOOPER, RETURNS_TRUE, timeout_s=1.0, wall_factor=20)
+    assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT
+    sandbox = result.details["sandbox"]
+    # SIGXCPU (24), well before the 20 s backstop: the CPU limit ended it.
+    assert sandbox["signal"] == 24 and sandbox["ended_by"] != "deadline"
+    assert [t["outcome"] for t in result.details["tests"]] == ["timeout"]
+
+
+def test_long_runners_do_not_hold_up_short_ones(small_pool: SandboxPool) -> None:
+    grader = UnitTestsGrader(small_pool)
+    # Three loopers fill the one fast place first, then move to the long lane one
+    # by one; the short run behind them gets the fast place while they still run.
+    slow = {"timeout_s": 4.0, "wall_factor": 2.0, "long_after_s": 0.3}
+    with ThreadPoolExecutor(4) as threads:
+        loopers = [threads.submit(grade, grader, LOOPER, RETURNS_TRUE, **slow) for _ in range(3)]
+        short = threads.submit(
+            grade, grader, "def f():\n    return True\n", RETURNS_TRUE, timeout_s=4.0
+        )
+        assert short.result().score == 1.0
+        # Each looper lives for at least its 4 s of CPU or 8 s of wall clock;
+        # the short run needed only a fast place.
+        assert not any(f.done() for f in loopers)
+        for looper in loopers:
+            result = looper.result()
+            assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT
+            assert result.details["sandbox"]["long"]
+
+
+def _with_reference(reference: str) -> TaskSpec:
+    return TaskSpec(
+        kind="python_function",
+        tests="assert f() is True\n",
+        entry_point="f",
+        reference=reference,
+    )
+
+
+def test_a_reference_solution_sets_the_tasks_limit(grader: UnitTestsGrader) -> None:
+    task = _with_reference("def f():\n    return True\n")
+    config = UnitTestsConfig(timeout_s=20.0, reference_factor=10.0, reference_floor_s=0.5)
+    looped = grader.grade_sync(
+        _sample(LOOPER, task), config.model_copy(update={"wall_factor": 1.0})
+    )
+    # The reference runs in milliseconds: the floor, not the configured 20 s, applies.
+    assert looped.failure is not None and looped.failure.kind == FailureKind.TIMEOUT
+    assert looped.details["timeout_s"] == 0.5 and looped.details["timeout_from"] == "reference"
+    passed = grader.grade_sync(_sample("def f():\n    return True\n", task), config)
+    assert passed.score == 1.0 and passed.details["timeout_from"] == "reference"
+
+
+def test_a_reference_that_fails_its_tests_leaves_the_configured_limit(
+    grader: UnitTestsGrader,
+) -> None:
+    task = _with_reference("def f():\n    return False\n")
+    config = UnitTestsConfig(timeout_s=3.0, reference_factor=10.0)
+    result = grader.grade_sync(_sample("def f():\n    return True\n", task), config)
+    assert result.score == 1.0
+    assert result.details["timeout_s"] == 3.0 and result.details["timeout_from"] == "config"
+
+
+def _sample(code: str, task: TaskSpec):  # type: ignore[no-untyped-def]
+    from graders.types import Sample
+
+    return Sample(id="s", response=f"```python\n{code}\n```", task=task)
