@@ -8,31 +8,38 @@ alert is open, the rewards of that rubric carry its flag
 (``drift:<component>:<detector>``), so a trainer can see that the signal it
 trains on is under suspicion.
 
-One process owns the monitor: with several replicas each watches the traffic it
-serves (its state is saved under its own name), which is still drift per
-replica, and the alerts all land in the shared store.
+Two ways to run it. :class:`DriftWatch` feeds the monitor in-process, batch by
+batch: the embedded SQLite store's single process. :class:`SharedDriftWatch` is
+for several replicas on one PostgreSQL: one monitor over all traffic, run by
+whichever replica holds an advisory lock, which follows the reward log; every
+replica reads the open alerts back from the store every poll, so the flags
+reach the rewards of all of them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from prometheus_client import Gauge
 
 from api.metrics import Metrics
 from graders.types import Sample
 from monitoring.drift import DriftMonitor, DriftState
-from monitoring.drift_alerts import Alert
+from monitoring.drift_alerts import Alert, StreamKey
 from monitoring.drift_config import DriftConfig
+from rubrics.catalog import RubricCatalog
+from rubrics.errors import RubricNotFoundError
 from rubrics.reward import Reward
 from rubrics.rubric import Rubric
 from store.db import Store
+from store.drift_log import DriftLog, LeaderLock, LogCursor, LoggedReward
 
-__all__ = ["DriftWatch"]
+__all__ = ["DriftWatch", "SharedDriftWatch"]
 
 logger = logging.getLogger("arbiter.drift")
 
@@ -54,6 +61,33 @@ def _row(alert: Alert, at: float) -> dict[str, object]:
         ),
         "opened_at": alert.opened_at if alert.opened_at is not None else at,
     }
+
+
+def _stream_keys(
+    monitor: DriftMonitor, rubric: str, component: str | None, version: str | None
+) -> list[StreamKey]:
+    """Return the rubric's streams (one component's, one version's), or raise ``KeyError``."""
+    keys = [
+        k
+        for k in monitor.streams
+        if k.rubric == rubric and component in (None, k.component) and version in (None, k.version)
+    ]
+    if not keys:
+        raise KeyError(f"no drift stream {rubric}/{component or '*'}@{version or '*'}")
+    return keys
+
+
+def _streams(monitor: DriftMonitor) -> list[dict[str, object]]:
+    references = {key: monitor.reference(key) for key in monitor.streams}
+    return [
+        {
+            "rubric": key.rubric,
+            "component": key.component,
+            "grader_version": key.version,
+            "reference": None if ref is None else ref.model_dump(mode="json"),
+        }
+        for key, ref in references.items()
+    ]
 
 
 class DriftWatch:
@@ -89,6 +123,10 @@ class DriftWatch:
             state = self.monitor.state().model_dump_json()
         self.store.save_drift_state(self.name, state)
 
+    def close(self) -> None:
+        """Save the state at shutdown."""
+        self.save()
+
     def _configure(self, rubric: Rubric) -> None:
         if self._configured.get(rubric.name) == rubric.sha256:
             return
@@ -120,15 +158,15 @@ class DriftWatch:
             self.store.record_alerts(opened, closed, now)
             for alert in update.opened:
                 logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
-        self._publish(open_now)
+        self._publish([(a.stream.rubric, a.detector.value) for a in open_now])
         return flags, opened, closed
 
-    def _publish(self, open_now: Sequence[Alert]) -> None:
+    def _publish(self, open_now: Sequence[tuple[str, str]]) -> None:
+        """Export the open alerts' (rubric, detector) counts."""
         # A series that was ever exported drops to 0, not out of the exposition: a
         # dashboard reading "no series" cannot tell "resolved" from "never scraped".
         counts = dict.fromkeys(self._published, 0)
-        for alert in open_now:
-            label = (alert.stream.rubric, alert.detector.value)
+        for label in open_now:
             counts[label] = counts.get(label, 0) + 1
         for (rubric, detector), count in counts.items():
             self.open_alerts.labels(rubric=rubric, detector=detector).set(count)
@@ -155,17 +193,7 @@ class DriftWatch:
     def streams(self) -> list[dict[str, object]]:
         """Return every stream with its reference (``None`` while it is still collecting)."""
         with self._lock:
-            keys = self.monitor.streams
-            references = {key: self.monitor.reference(key) for key in keys}
-        return [
-            {
-                "rubric": key.rubric,
-                "component": key.component,
-                "grader_version": key.version,
-                "reference": None if ref is None else ref.model_dump(mode="json"),
-            }
-            for key, ref in references.items()
-        ]
+            return _streams(self.monitor)
 
     def reset(self, rubric: str, component: str | None = None, version: str | None = None) -> int:
         """Accept a change: forget the matching streams' references, close their alerts.
@@ -184,19 +212,266 @@ class DriftWatch:
         """
         now = time.time()
         with self._lock:
-            keys = [
-                k
-                for k in self.monitor.streams
-                if k.rubric == rubric
-                and component in (None, k.component)
-                and version in (None, k.version)
-            ]
-            if not keys:
-                wanted = f"{rubric}/{component or '*'}@{version or '*'}"
-                raise KeyError(f"no drift stream {wanted}")
+            keys = _stream_keys(self.monitor, rubric, component, version)
             closed = [a for key in keys for a in self.monitor.reset_reference(key)]
-            open_now = list(self.monitor.open_alerts)
+            open_now = [(a.stream.rubric, a.detector.value) for a in self.monitor.open_alerts]
         if closed:
             self.store.record_alerts([], [a.id for a in closed], now)
         self._publish(open_now)
         return len(closed)
+
+
+#: Rewards read from the log per query, and queries per poll at most (a
+#: leader that fell behind catches up over several polls, saving in between).
+LOG_BATCH = 2000
+READS_PER_POLL = 25
+#: How often the leader saves the monitor's state with its log position. A
+#: replica that takes over resumes from there and reads the rest again; alert
+#: ids are fixed by window, so what it opens again is stored once.
+SHARED_SAVE_INTERVAL_S = 5.0
+
+
+class SharedDriftWatch(DriftWatch):
+    """One drift monitor for all the replicas on one store.
+
+    Every replica runs :meth:`run`. The one that holds the store's advisory
+    lock (:class:`~store.drift_log.LeaderLock`) reads the rewards every replica
+    logged, in id order, one request at a time as a single replica would have
+    seen them, feeds them to the monitor and stores the alerts. Every replica,
+    the leader included, then reads the open alerts back and flags its rewards
+    from that, so a flag reaches all replicas within one poll of the batch that
+    opened it. If the leader dies, its lock goes with its connection and the
+    next replica to poll resumes from the saved state and log position.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        metrics: Metrics,
+        catalog: RubricCatalog,
+        *,
+        refresh_rubrics: Callable[[], None],
+        poll_interval_s: float,
+        name: str = "shared",
+    ) -> None:
+        super().__init__(store, metrics, name)
+        self.log = DriftLog(store)
+        self.leader = LeaderLock(store, f"arbiter-drift-monitor:{name}")
+        self.cursor = LogCursor()
+        self.catalog = catalog
+        self.refresh_rubrics = refresh_rubrics
+        self.poll_interval_s = poll_interval_s
+        self._flags: dict[str, tuple[str, ...]] = {}
+        self._saved_at = 0.0
+        self._unsaved = False
+        self._missing: set[str] = set()
+
+    @property
+    def leading(self) -> bool:
+        """Whether this replica runs the monitor now."""
+        return self.leader.held
+
+    def load(self) -> None:
+        """Nothing to load yet: the replica that takes the lock loads the saved state."""
+
+    def save(self) -> None:
+        """Save the monitor's state with its log position (only the leader has one)."""
+        if not self.leading:
+            return
+        with self._lock:
+            state = self.monitor.state().model_dump_json()
+            cursor = LogCursor(self.cursor.newest, dict(self.cursor.gaps))
+        self.log.save_state(self.name, state, cursor)
+        self._saved_at = time.monotonic()
+        self._unsaved = False
+
+    def close(self) -> None:
+        """Save and give up the lead (at shutdown), so another replica takes over at once."""
+        try:
+            self.save()
+        finally:
+            self.leader.release()
+
+    async def observe(
+        self, rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample]
+    ) -> list[Reward]:
+        """Return the rewards with the flags of the rubric's open alerts (read each poll).
+
+        The batch itself reaches the monitor through the reward log once it is
+        committed: no monitoring work on the request's path.
+        """
+        flags = self._flags.get(rubric.name)
+        if not flags:
+            return list(rewards)
+        return [r.model_copy(update={"flags": (*r.flags, *flags)}) for r in rewards]
+
+    async def run(self) -> None:
+        """Poll until cancelled: lead when the lock is free, then read the alerts back."""
+        while True:
+            try:
+                await asyncio.to_thread(self.step)
+            except Exception:  # the watch must outlive a transient store error
+                logger.exception("drift monitor poll failed; will retry")
+            await asyncio.sleep(self.poll_interval_s)
+
+    def step(self) -> None:
+        """One poll: check or take the lead, follow the log if leading, refresh the flags."""
+        if self.leader.held and not self.leader.check():
+            self._step_down()
+        if not self.leader.held and self.leader.acquire():
+            self._take_over()
+        if self.leader.held:
+            try:
+                self._apply_resets()
+                self._follow()
+            except Exception:
+                # What was read but not saved is read again by whoever leads next.
+                self._step_down()
+                self.leader.release()
+                raise
+        self._read_flags()
+
+    def _take_over(self) -> None:
+        saved = self.log.load_state(self.name)
+        monitor, cursor = DriftMonitor(), LogCursor()
+        if saved is not None:
+            try:
+                monitor = DriftMonitor.from_state(DriftState.model_validate_json(saved[0]))
+                cursor = saved[1]
+            except ValueError:
+                logger.exception("saved drift state is unreadable; monitoring starts afresh")
+        with self._lock:
+            self.monitor = monitor
+            self._configured.clear()
+            self.cursor = cursor
+        logger.info(
+            "this replica runs the drift monitor now (reward log from id %d)", cursor.newest
+        )
+
+    def _step_down(self) -> None:
+        with self._lock:
+            self.monitor = DriftMonitor()
+            self._configured.clear()
+            self.cursor = LogCursor()
+
+    def _rubric(self, name: str, sha256: str) -> Rubric | None:
+        try:
+            return self.catalog.resolve(name, sha256=sha256)
+        except RubricNotFoundError:
+            pass
+        if sha256 not in self._missing:
+            # Another replica registered it: its text is in the store.
+            self.refresh_rubrics()
+            try:
+                return self.catalog.resolve(name, sha256=sha256)
+            except RubricNotFoundError:
+                self._missing.add(sha256)
+                logger.warning(
+                    "rubric %s (%s) is unknown here; drift defaults apply", name, sha256[:12]
+                )
+        return None
+
+    def _follow(self) -> None:
+        for _ in range(READS_PER_POLL):
+            rows = self.log.read(self.cursor, LOG_BATCH)
+            if not rows:
+                break
+            fresh = sum(1 for r in rows if r.id > self.cursor.newest)
+            self._feed(rows)
+            with self._lock:
+                self.cursor.advance([r.id for r in rows], time.time())
+            self._unsaved = True
+            if fresh < LOG_BATCH:
+                break
+        if self._unsaved and time.monotonic() - self._saved_at >= SHARED_SAVE_INTERVAL_S:
+            self.save()
+
+    def _feed(self, rows: Sequence[LoggedReward]) -> None:
+        """Feed the rows one logged request at a time, as the replica that graded them saw them."""
+        now = time.time()
+        opened: list[dict[str, object]] = []
+        closed: list[str] = []
+        start = 0
+        while start < len(rows):
+            end = start + 1
+            while end < len(rows) and rows[end].request_id == rows[start].request_id:
+                end += 1
+            group = rows[start:end]
+            start = end
+            rewards: list[Reward] = []
+            lengths: list[int | None] = []
+            for row in group:
+                try:
+                    rewards.append(Reward.model_validate_json(row.record))
+                except ValueError:
+                    logger.exception("logged reward %d is unreadable; drift skips it", row.id)
+                    continue
+                lengths.append(row.response_length)
+            if not rewards:
+                continue
+            rubric = self._rubric(group[0].rubric_name, group[0].rubric_sha256)
+            with self._lock:
+                if rubric is not None:
+                    self._configure(rubric)
+                update = self.monitor.observe_rewards(rewards, lengths, at=now)
+            opened.extend(_row(a, now) for a in update.opened)
+            closed.extend(a.id for a in update.closed)
+            for alert in update.opened:
+                logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
+        if opened or closed:
+            self.log.record_alerts(opened, closed, now)
+            self.save()
+
+    def _apply_resets(self) -> None:
+        for reset in self.log.pending_resets():
+            with self._lock:
+                try:
+                    keys = _stream_keys(
+                        self.monitor, reset.rubric_name, reset.component, reset.grader_version
+                    )
+                except KeyError:  # a stream this monitor has not seen (yet): nothing to forget
+                    keys = []
+                closed = [a for key in keys for a in self.monitor.reset_reference(key)]
+            if closed:
+                self.log.record_alerts([], [a.id for a in closed], time.time())
+            self.log.mark_applied(reset.id)
+            self.save()
+
+    def _read_flags(self) -> None:
+        flags: dict[str, set[str]] = {}
+        rows = self.log.open_alerts()
+        for alert in rows:
+            flags.setdefault(alert["rubric_name"], set()).add(
+                f"drift:{alert['component']}:{alert['detector']}"
+            )
+        self._publish([(a["rubric_name"], a["detector"]) for a in rows])
+        self._flags = {rubric: tuple(sorted(names)) for rubric, names in flags.items()}
+
+    def _saved_monitor(self) -> DriftMonitor:
+        if self.leading:
+            return self.monitor
+        saved = self.log.load_state(self.name)
+        if saved is None:
+            return DriftMonitor()
+        return DriftMonitor.from_state(DriftState.model_validate_json(saved[0]))
+
+    def streams(self) -> list[dict[str, object]]:
+        """Return the streams of the leader's monitor (as last saved, from another replica)."""
+        with self._lock:
+            return _streams(self._saved_monitor())
+
+    def reset(self, rubric: str, component: str | None = None, version: str | None = None) -> int:
+        """Close the streams' alerts now and queue their resets for the leader; return how many.
+
+        Raises:
+            KeyError: If no stream matches (as the leader last saved its streams).
+        """
+        with self._lock:
+            keys = _stream_keys(self._saved_monitor(), rubric, component, version)
+        closed = 0
+        for key in keys:
+            closed += self.log.close_stream_alerts(
+                key.rubric, key.component, key.version, time.time()
+            )
+            self.log.request_reset(key.rubric, key.component, key.version)
+        return closed

@@ -22,6 +22,7 @@ from api.admission import Admission
 from api.auth import Principal
 from api.drift_watch import DriftWatch
 from api.errors import Busy, Conflict, NotFound, TooLarge, Unavailable
+from api.idempotency import IdempotencyGate
 from api.metrics import Metrics
 from api.review_sampler import ReviewSampler
 from api.schemas import RewardRequest
@@ -68,6 +69,11 @@ class GradedBatch:
         )
 
 
+#: An Idempotency-Key claim outlives the request's deadline by this much (then
+#: its replica is presumed dead and another may grade the key).
+CLAIM_MARGIN_S = 60.0
+
+
 def render(batch: GradedBatch) -> bytes:
     """Render a batch as ``/v1/rewards`` answers it; stored and fresh responses match."""
     return batch.envelope[:-1] + b',"rewards":[' + b",".join(batch.records) + b"]}"
@@ -106,6 +112,12 @@ class GradingPipeline:
             settings.max_inflight_samples, settings.per_key_max_inflight_requests
         )
         self._in_flight_keys: set[tuple[str, str]] = set()
+        # Replicas on one store also claim each key there (the embedded file has one process).
+        self.claims = (
+            None
+            if store.is_sqlite
+            else IdempotencyGate(store, settings.idempotency_wait_s, settings.retry_after_s)
+        )
 
     def retry_after(self) -> dict[str, str]:
         """Return the Retry-After header of a refusal worth retrying."""
@@ -184,11 +196,16 @@ class GradingPipeline:
                     headers=self.retry_after(),
                 )
             stored = await self.replay(*slot)
+            if stored is None and self.claims is not None:
+                lease_s = (deadline_s or self.settings.max_deadline_s) + CLAIM_MARGIN_S
+                stored = await self.claims.acquire(*slot, lease_s=lease_s)
             if stored is not None:
                 return GradedBatch.from_stored(stored)
 
         ticket = self.admission.admit(principal.client, len(samples))
         if isinstance(ticket, str):
+            if slot is not None and self.claims is not None:
+                await self.claims.release(*slot)
             self.metrics.rejections.labels(reason=ticket).inc()
             message = (
                 "this key has too many requests in flight"
@@ -203,6 +220,7 @@ class GradingPipeline:
         if slot is not None:
             self._in_flight_keys.add(slot)
         self.metrics.gauge_admission(self.admission)
+        logged = False
         try:
             started = time.perf_counter()
             deadline = time.monotonic() + deadline_s if deadline_s is not None else None
@@ -254,6 +272,7 @@ class GradingPipeline:
                     code="store_unavailable",
                     headers=self.retry_after(),
                 ) from e
+            logged = True
             self.metrics.observe_batch(rubric, rewards)
             # After the commit, so only acknowledged rewards are queued; a no-op for
             # rubrics that sample nothing, and it never fails the batch.
@@ -268,6 +287,8 @@ class GradingPipeline:
             self.admission.release(ticket)
             if slot is not None:
                 self._in_flight_keys.discard(slot)
+                if self.claims is not None and not logged:
+                    await self.claims.release(*slot)
             self.metrics.gauge_admission(self.admission)
 
     async def _write(self, write: Callable[..., None], **kwargs: Any) -> None:

@@ -4,12 +4,19 @@ The rubric's ``review`` section becomes a :class:`~monitoring.sampling.SamplingP
 (cached by rubric sha256). A rubric that samples nothing costs one dictionary look-up
 per batch; otherwise the decisions and the one insert of the chosen items run in a
 worker thread after the rewards are committed, so only acknowledged rewards are queued.
+
+Several replicas on one store sample together at the rubric's rate: each draw is
+a hash of the sample (the same on every replica), the drift boost follows the
+shared drift monitor's flags, and the reward deciles are read from the shared
+reward log (refreshed every ``DECILE_REFRESH_S``) rather than learnt from the
+fraction of the traffic one replica sees.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Sequence
 
 from api.settings import Settings
@@ -29,6 +36,9 @@ __all__ = ["ReviewSampler"]
 
 logger = logging.getLogger("arbiter.review")
 
+#: How often replicas on a shared store re-read a rubric's reward deciles.
+DECILE_REFRESH_S = 10.0
+
 
 class ReviewSampler:
     """Choose logged rewards for review and queue them."""
@@ -40,6 +50,9 @@ class ReviewSampler:
         self.drift_boost = settings.review_drift_boost
         self._policies: dict[str, SamplingPolicy] = {}
         self._deciles: dict[str, RewardDeciles] = {}
+        # The embedded file serves one process: its own rewards are all of them.
+        self._shared = not store.is_sqlite
+        self._read_at: dict[str, float] = {}
 
     def policy(self, rubric: Rubric) -> SamplingPolicy:
         """Return the rubric's sampling policy (built once per rubric version)."""
@@ -69,6 +82,8 @@ class ReviewSampler:
         """Decide for each reward of a batch (and learn the batch's rewards for deciles)."""
         policy = self.policy(rubric)
         deciles = self._deciles.setdefault(rubric.sha256, RewardDeciles())
+        if self._shared and policy.needs_deciles:
+            deciles = self._shared_deciles(rubric.sha256, deciles)
         edges = deciles.edges()
         decisions = []
         for reward in rewards:
@@ -80,8 +95,19 @@ class ReviewSampler:
                 drift_alert=any(flag.startswith("drift") for flag in reward.flags),
             )
             decisions.append(decide(policy, rubric.name, candidate, edges))
-        deciles.add(r.raw_reward for r in rewards)
+        if not self._shared:
+            deciles.add(r.raw_reward for r in rewards)
         return decisions
+
+    def _shared_deciles(self, sha256: str, current: RewardDeciles) -> RewardDeciles:
+        now = time.monotonic()
+        if now - self._read_at.get(sha256, -DECILE_REFRESH_S) < DECILE_REFRESH_S:
+            return current
+        fresh = RewardDeciles(window=current.window, min_count=current.min_count)
+        fresh.add(self.queue.recent_raw_rewards(sha256, current.window))
+        self._deciles[sha256] = fresh
+        self._read_at[sha256] = now
+        return fresh
 
     def _enqueue(self, rubric: Rubric, request_id: str, rewards: Sequence[Reward]) -> int:
         chosen = [

@@ -10,11 +10,12 @@ store, metrics, drift watch and review sampler.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 
 from api.auth import Authenticator
-from api.drift_watch import DriftWatch
+from api.drift_watch import DriftWatch, SharedDriftWatch
 from api.grading import GradingPipeline
 from api.metrics import Metrics
 from api.openrlhf import OpenRLHFAdapter
@@ -50,7 +51,19 @@ class Service:
         self.catalog = RubricCatalog(self.registry)
         self.metrics = Metrics()
         self.review_sampler = ReviewSampler(self.store, settings)
-        self.drift = DriftWatch(self.store, self.metrics)
+        # Replicas on one store share one drift monitor (the embedded file has one process).
+        self.drift: DriftWatch = (
+            SharedDriftWatch(
+                self.store,
+                self.metrics,
+                self.catalog,
+                refresh_rubrics=lambda: self.rubric_sync.sync(),
+                poll_interval_s=settings.drift_poll_interval_s,
+            )
+            if settings.shared_drift
+            else DriftWatch(self.store, self.metrics)
+        )
+        self._drift_task: asyncio.Task[None] | None = None
         self.grading = GradingPipeline(
             settings,
             registry=self.registry,
@@ -86,14 +99,20 @@ class Service:
                 "Use this for local development only."
             )
         self.rubric_sync.start_watching()
+        if isinstance(self.drift, SharedDriftWatch) and self.settings.drift_enabled:
+            self._drift_task = asyncio.create_task(self.drift.run())
         self.started = True
 
     async def stop(self) -> None:
         """Stop watching and release the store."""
         await self.rubric_sync.stop_watching()
+        if self._drift_task is not None:
+            self._drift_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._drift_task
         await asyncio.to_thread(self.registry.close)
         try:
-            await asyncio.to_thread(self.drift.save)
+            await asyncio.to_thread(self.drift.close)
         except Exception:  # shutting down: the state is a convenience, the log is what matters
             logger.exception("could not save the drift monitor's state")
         await asyncio.to_thread(self.store.close)

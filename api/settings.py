@@ -71,9 +71,28 @@ class Settings(BaseSettings):
     drift_enabled: bool = Field(
         default=True, description="Watch every rubric's components for drift (see /v1/drift)."
     )
+    drift_monitor: Literal["auto", "local", "shared"] = Field(
+        default="auto",
+        description="'local': this process feeds its own monitor batch by batch (one process); "
+        "'shared': one monitor over every replica on the store, run by the replica holding "
+        "its lock, following the reward log. 'auto' is local on SQLite, shared otherwise.",
+    )
+    drift_poll_interval_s: float = Field(
+        default=1.0,
+        gt=0,
+        description="Shared drift monitor: how often the log is followed and alerts read back.",
+    )
+    idempotency_wait_s: float = Field(
+        default=120.0,
+        ge=0,
+        description="How long a request waits for another replica grading the same "
+        "Idempotency-Key before answering 409 (shared stores only).",
+    )
     review_show_scores: bool = Field(
         default=False,
-        description="Show reviewers the graders' scores (blind review is the default).",
+        description="ARBITER_REVIEW_SHOW_SCORES: show reviewers the graders' scores, "
+        "violations and sampling reason (blind review is the default); a rubric's "
+        "review.show_scores overrides it for that rubric.",
     )
     review_lease_s: float = Field(default=600.0, gt=0, description="A claimed item's lease.")
     review_required_reviews: int = Field(
@@ -100,6 +119,13 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [Path(part) for part in value.split(":") if part]
         return value
+
+    @property
+    def shared_drift(self) -> bool:
+        """Whether the drift monitor is the one shared by every replica on the store."""
+        if self.drift_monitor == "auto":
+            return not self.database_url.startswith("sqlite")
+        return self.drift_monitor == "shared"
 
     def watched_dirs(self) -> list[Path]:
         """Rubric folders to load and watch, the library first."""

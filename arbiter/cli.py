@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, Annotated, Any
 
 import orjson
 import typer
@@ -23,12 +23,12 @@ from ruamel.yaml import YAML
 from arbiter.inputs import parse_samples
 from arbiter.summary import rewards_table, summary_table
 from arbiter.version import __version__
-from graders.registry import default_registry
+from graders.registry import GraderRegistry, default_registry
 from graders.types import Sample
 from rubrics.compose import normalize_rewards
 from rubrics.errors import RubricError
 from rubrics.json_schema import rubric_json_schema
-from rubrics.loader import load_rubric
+from rubrics.loader import load_rubric, parse_rubric
 from rubrics.reward import Reward
 from rubrics.rubric import Rubric
 from rubrics.score import prompt_key, score_samples
@@ -526,6 +526,71 @@ def _audit_table(summary: dict[str, object]) -> Table:
     return table
 
 
+def _selection(rows: list[dict[str, Any]], name: str | None, sha256: str | None) -> str:
+    """Say which logged rewards a replay selected, and how to choose others."""
+    versions = Counter((r["rubric_name"], r["rubric_version"], r["rubric_sha256"]) for r in rows)
+    if sha256 is not None:
+        head = f"selected {len(rows)} reward(s) logged under rubric sha256 {sha256[:12]}"
+    elif name is not None:
+        head = (
+            f"selected {len(rows)} reward(s) logged under rubric name {name!r} "
+            "(--from-sha256 for one version, --all-rubrics for every rubric)"
+        )
+    else:
+        head = f"selected {len(rows)} reward(s) logged under any rubric (--all-rubrics)"
+    parts = [f"{n} v{v} sha256:{s[:12]}: {count}" for (n, v, s), count in sorted(versions.items())]
+    return head + ("" if not parts else "\n  " + "\n  ".join(parts))
+
+
+def _clip_ranges(
+    stored: list[tuple[str, str]], registry: GraderRegistry
+) -> dict[str, tuple[float, float]]:
+    """Return the clip range of every stored rubric version that still parses, by sha256."""
+    ranges = {}
+    for text, origin in stored:
+        try:
+            parsed = parse_rubric(text, source=origin, registry=registry)
+        except RubricError:
+            continue  # a version the current graders no longer accept: read as [0, 1]
+        if parsed.spec.clip is not None:
+            ranges[parsed.sha256] = parsed.spec.clip
+    return ranges
+
+
+def _fmt(value: float | None) -> str:
+    return "abstain" if value is None else f"{value:.4g}"
+
+
+def _agreement_table(change: dict[str, Any]) -> Table:
+    """Lay out agreement before and after the edit, with the counts behind each figure."""
+    table = Table(
+        title=f"agreement with reviewers on {change['labelled']} labelled replayed item(s)",
+        title_justify="left",
+    )
+    for column in ("figure", "n", "before", "after"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for name, m in change["verdict_matches"].items():
+        table.add_row(
+            f"{name}: grader pass/fail = reviewer", str(m["n"]), str(m["before"]), str(m["after"])
+        )
+
+    def stat(entry: dict[str, Any]) -> str:
+        return f"{entry['value']:.3f}" if entry["status"] == "ok" else entry["status"]
+
+    before, after = change["before"], change["after"]
+    for name in sorted(set(before["components"]) | set(after["components"])):
+        for statistic in ("cohen_kappa", "gwet_ac1"):
+            b = before["components"].get(name, {}).get(statistic)
+            a = after["components"].get(name, {}).get(statistic)
+            if b is None or a is None:
+                continue
+            table.add_row(f"{name} {statistic}", str(b["n"]), stat(b), stat(a))
+    for statistic in ("mae", "spearman", "quadratic_weighted_kappa"):
+        b, a = before["overall"][statistic], after["overall"][statistic]
+        table.add_row(f"overall {statistic}", str(b["n"]), stat(b), stat(a))
+    return table
+
+
 @app.command("replay")
 def replay_command(
     rubric_path: Annotated[
@@ -546,29 +611,69 @@ def replay_command(
         Path | None, typer.Option("--report", help="Folder for report.html, summary.json.")
     ] = None,
     top: Annotated[int, typer.Option(help="How many of the most-moved items to list.")] = 25,
+    all_rubrics: Annotated[
+        bool,
+        typer.Option(
+            "--all-rubrics",
+            help="Replay rewards logged under any rubric (default: only the new rubric's name).",
+        ),
+    ] = False,
+    min_labels: Annotated[
+        int, typer.Option(help="Labels a before/after agreement statistic needs.", min=1)
+    ] = 50,
 ) -> None:
-    """Re-score logged rewards under another rubric (the log is only read) and report the change."""
+    """Re-score logged rewards under another rubric (the log is only read) and report the change.
+
+    By default only rewards logged under the new rubric's name are replayed (any of
+    its versions); ``--from-sha256`` narrows that to one version, ``--all-rubrics``
+    widens it to everything in the window. Every moved item names the rules that
+    moved it, and where reviewers labelled replayed items, agreement is reported
+    before and after the edit.
+    """
     import json
 
     from api.settings import Settings
     from arbiter.html_report import replay_html
-    from arbiter.replay import replay, summarize_replay
+    from arbiter.replay import agreement_change, replay, summarize_replay
+    from store.review import ReviewQueue
 
     rubric = _load(rubric_path)
     store = Store(database_url or Settings().database_url)
-    rows = store.reward_records(
-        rubric_sha256=logged_sha256, since=since, until=until, sample_ids=sample_ids
-    )
-    store.close()
+    try:
+        by_name = None if all_rubrics or logged_sha256 is not None else rubric.name
+        rows = store.reward_records(
+            rubric_sha256=logged_sha256,
+            rubric_name=by_name,
+            since=since,
+            until=until,
+            sample_ids=sample_ids,
+        )
+        labels = ReviewQueue(store).labels(None if all_rubrics else rubric.name)
+        stored = store.rubric_texts()
+    finally:
+        store.close()
+    err.print(_selection(rows, by_name, logged_sha256), markup=False, highlight=False)
     if not rows:
-        err.print("no logged rewards match", markup=False)
         raise typer.Exit(1)
     registry = default_registry()
     try:
         pairs, skipped = asyncio.run(replay(rows, rubric, registry))
+        ranges = _clip_ranges(stored, registry)
     finally:
         registry.close()
     summary = summarize_replay(pairs, skipped, top=top)
+    summary["selected"] = {
+        "rubric_name": by_name,
+        "rubric_sha256": logged_sha256,
+        "rewards": len(rows),
+    }
+    summary["agreement"] = agreement_change(
+        pairs,
+        labels,
+        old_range=lambda sha: ranges.get(sha),
+        new_range=rubric.spec.clip,
+        min_labels=min_labels,
+    )
     olds = sorted({r["rubric_sha256"] for r in rows})
     table = Table(title=f"replay under {rubric.name} v{rubric.version}", title_justify="left")
     table.add_column("figure")
@@ -584,7 +689,22 @@ def replay_command(
     table.add_row("Spearman rho old vs new", "—" if rho is None else f"{rho:.4f}")
     for name, c in summary["components"].items():
         table.add_row(f"component {name} changed", str(c["changed"]))
+    for rule, count in summary["moved_by_rule"].items():
+        table.add_row(f"moved by {rule}", str(count))
     out.print(table)
+    if summary["moved"]:
+        moved = Table(title="items that moved most, and why", title_justify="left")
+        for column in ("sample", "old", "new", "rules that moved it"):
+            moved.add_column(column)
+        for item in summary["moved"]:
+            moved.add_row(
+                item["sample_id"],
+                _fmt(item["old"]),
+                _fmt(item["new"]),
+                "; ".join(item["rules"]),
+            )
+        out.print(moved)
+    out.print(_agreement_table(summary["agreement"]))
     if report is not None:
         report.mkdir(parents=True, exist_ok=True)
         page = replay_html(summary, old=", ".join(s[:12] for s in olds), new=rubric.sha256[:12])

@@ -221,9 +221,15 @@ def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
         ),
         "</div><h2>Moved most</h2>",
         _table(
-            ["sample", "old", "new", "Δ"],
+            ["sample", "old", "new", "Δ", "rules that moved it"],
             [
-                [_e(m["sample_id"]), _fmt(m["old"]), _fmt(m["new"]), _fmt(m["delta"])]
+                [
+                    _e(m["sample_id"]),
+                    _fmt(m["old"]),
+                    _fmt(m["new"]),
+                    _fmt(m["delta"]),
+                    _e("; ".join(m.get("rules", []))),
+                ]
                 for m in summary["moved"]
             ],
         ),

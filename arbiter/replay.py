@@ -3,6 +3,12 @@
 Each logged request is re-scored as one batch, so group normalization sees the
 same groups it saw the first time. Samples logged as hashes only (the store's
 ``hash`` setting) cannot be replayed and are counted as skipped.
+
+Every moved item names the rules that moved it (:func:`explain_move`): a
+component whose score or weight changed, a gate that began or stopped applying,
+a penalty added, removed or resized, an abstention. Where reviewers labelled
+replayed items, :func:`agreement_change` compares grader-vs-human agreement
+before and after the edit, on the same labelled items.
 """
 
 from __future__ import annotations
@@ -18,10 +24,11 @@ from scipy.stats import spearmanr  # type: ignore[import-untyped]
 
 from graders.registry import GraderRegistry
 from graders.types import Sample
+from monitoring.agreement import MIN_LABELS, agreement_report, labelled_pair
 from rubrics.rubric import Rubric
 from rubrics.score import score_samples
 
-__all__ = ["replay", "summarize_replay"]
+__all__ = ["agreement_change", "explain_move", "replay", "summarize_replay"]
 
 EPSILON = 1e-12
 
@@ -49,16 +56,160 @@ async def replay(
             olds.append(orjson.loads(row["record"]))
         if samples:
             news = await score_samples(rubric, samples, registry=registry)
-            for old, new in zip(olds, news, strict=True):
-                pairs.append({"old": old, "new": new.model_dump(mode="json")})
+            kept = [row for row in batch if row["sample"] is not None]
+            for row, old, new in zip(kept, olds, news, strict=True):
+                pairs.append(
+                    {"reward_id": row["id"], "old": old, "new": new.model_dump(mode="json")}
+                )
         advance(len(batch))
     return pairs, skipped
+
+
+def _rule_kind(rule: str) -> str:
+    words = rule.split(" ")
+    if words[0] == "component" and len(words) > 2:
+        return " ".join(words[:3])  # component NAME score|weight|added|removed
+    if words[0] == "gate":
+        return rule.rsplit(" (", 1)[0] + (
+            " now applies" if rule.endswith("now applies") else " no longer applies"
+        )
+    if words[0] == "penalty":
+        return " ".join(words[:2])
+    return rule.split(":", 1)[0]
+
+
+def _differs(old: float | None, new: float | None) -> bool:
+    if old is None or new is None:
+        return (old is None) != (new is None)
+    return abs(new - old) > EPSILON
 
 
 def _delta(old: float | None, new: float | None) -> float | None:
     if old is None or new is None:
         return None
     return new - old
+
+
+def _num(value: float | None) -> str:
+    return "none" if value is None else f"{value:.4g}"
+
+
+def _gate(gate: dict[str, Any]) -> str:
+    bounds = [f"{k} {_num(gate[k])}" for k in ("cap", "floor") if gate.get(k) is not None]
+    return f"gate {gate['when']!r} ({', '.join(bounds)})"
+
+
+def explain_move(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """Name the rules that moved one reward, as a rubric author reads them (pure).
+
+    Compares two reward records (as logged and as re-scored): abstention, each
+    component's score and weight, the gates that applied, the penalties applied.
+    When none of those differ but the reward did, the combine formula, the clip or
+    the group normalization moved it, and that is what is said.
+    """
+    rules: list[str] = []
+    if (old["reward"] is None) != (new["reward"] is None):
+        if new["reward"] is None:
+            rules.append(f"abstains now: {new.get('abstain_reason') or 'no reason recorded'}")
+        else:
+            rules.append(f"no longer abstains (was: {old.get('abstain_reason') or 'unknown'})")
+    before, after = old.get("components", {}), new.get("components", {})
+    for name in sorted(set(before) | set(after)):
+        if name not in after:
+            rules.append(f"component {name} removed")
+            continue
+        if name not in before:
+            rules.append(f"component {name} added (score {_num(after[name].get('score'))})")
+            continue
+        a, b = before[name], after[name]
+        if _differs(a.get("score"), b.get("score")):
+            rules.append(f"component {name} score {_num(a.get('score'))} -> {_num(b.get('score'))}")
+        # A new weight on a zero score moves nothing: name it only where it did.
+        if abs(float(a.get("weight", 0.0)) - float(b.get("weight", 0.0))) > EPSILON and (
+            a.get("score") or b.get("score")
+        ):
+            rules.append(f"component {name} weight {_num(a['weight'])} -> {_num(b['weight'])}")
+    old_gates = {(g["when"], g.get("cap"), g.get("floor")): g for g in old.get("gates", [])}
+    new_gates = {(g["when"], g.get("cap"), g.get("floor")): g for g in new.get("gates", [])}
+    for key in old_gates.keys() - new_gates.keys():
+        rules.append(f"{_gate(old_gates[key])} no longer applies")
+    for key in new_gates.keys() - old_gates.keys():
+        rules.append(f"{_gate(new_gates[key])} now applies")
+    old_pen = {p["violation"]: p for p in old.get("penalties", [])}
+    new_pen = {p["violation"]: p for p in new.get("penalties", [])}
+    for violation in sorted(old_pen.keys() | new_pen.keys()):
+        a_pen, b_pen = old_pen.get(violation), new_pen.get(violation)
+        if b_pen is None:
+            rules.append(f"penalty {violation} ({_num(a_pen and a_pen['penalty'])}) removed")
+        elif a_pen is None:
+            rules.append(f"penalty {violation} ({_num(b_pen['penalty'])}) now applies")
+        elif abs(a_pen["penalty"] - b_pen["penalty"]) > EPSILON:
+            rules.append(
+                f"penalty {violation} {_num(a_pen['penalty'])} -> {_num(b_pen['penalty'])}"
+            )
+    if not rules and _differs(old["reward"], new["reward"]):
+        if not _differs(old.get("raw_reward"), new.get("raw_reward")):
+            rules.append("group normalization (the raw reward is unchanged)")
+        else:
+            rules.append("combine formula or clip (no component, weight, gate or penalty differs)")
+    return rules
+
+
+def agreement_change(
+    pairs: Sequence[dict[str, Any]],
+    labels: Sequence[dict[str, Any]],
+    *,
+    old_range: Callable[[str], tuple[float, float] | None],
+    new_range: tuple[float, float] | None,
+    min_labels: int = MIN_LABELS,
+    n_resamples: int = 1000,
+) -> dict[str, Any]:
+    """Compare grader-vs-human agreement before and after the edit, on the labelled items.
+
+    Args:
+        pairs: what :func:`replay` returned (each with its ``reward_id``).
+        labels: review labels (``store.review.ReviewQueue.labels``); only those of a
+            replayed reward count.
+        old_range: the logged rubric's clip range, by its sha256 (``None``: [0, 1]).
+        new_range: the new rubric's clip range (``None``: [0, 1]).
+        min_labels: below this many labels a statistic is "insufficient data".
+        n_resamples: bootstrap resamples per statistic.
+
+    Returns:
+        ``labelled`` (how many replayed items have a label), ``before`` and ``after``
+        (two agreement reports), and ``verdict_matches``: per component, how many
+        reviewer verdicts the grader's pass/fail matched before and after.
+    """
+    by_reward = {pair["reward_id"]: pair for pair in pairs}
+    before, after = [], []
+    matches: dict[str, dict[str, int]] = {}
+    for label in labels:
+        pair = by_reward.get(label["reward_id"])
+        if pair is None:
+            continue
+        common = {
+            "inclusion_probability": label["inclusion_probability"],
+            "verdicts": label["verdicts"],
+            "overall_score": label["overall_score"],
+            "hack_types": label["hack_types"],
+        }
+        old_sha = pair["old"].get("rubric", {}).get("sha256", "")
+        before.append(labelled_pair(pair["old"], reward_range=old_range(old_sha), **common))
+        after.append(labelled_pair(pair["new"], reward_range=new_range, **common))
+        for name, verdict in label["verdicts"].items():
+            counts = matches.setdefault(name, {"n": 0, "before": 0, "after": 0})
+            counts["n"] += 1
+            for side, record in (("before", pair["old"]), ("after", pair["new"])):
+                score = record.get("components", {}).get(name, {}).get("score")
+                if score is not None and (score >= 0.5) == (verdict == "pass"):
+                    counts[side] += 1
+    options = {"min_labels": min_labels, "n_resamples": n_resamples}
+    return {
+        "labelled": len(before),
+        "before": agreement_report(before, **options),
+        "after": agreement_report(after, **options),
+        "verdict_matches": dict(sorted(matches.items())),
+    }
 
 
 def summarize_replay(
@@ -78,7 +229,15 @@ def summarize_replay(
         if (a is None) != (b is None):
             abstention_changes += 1
             changed += 1
-            moved.append({"sample_id": old["id"], "old": a, "new": b, "delta": None})
+            moved.append(
+                {
+                    "sample_id": old["id"],
+                    "old": a,
+                    "new": b,
+                    "delta": None,
+                    "rules": explain_move(old, new),
+                }
+            )
         elif a is not None and b is not None:
             d = b - a
             deltas.append(d)
@@ -86,7 +245,15 @@ def summarize_replay(
             news.append(b)
             if abs(d) > EPSILON:
                 changed += 1
-                moved.append({"sample_id": old["id"], "old": a, "new": b, "delta": d})
+                moved.append(
+                    {
+                        "sample_id": old["id"],
+                        "old": a,
+                        "new": b,
+                        "delta": d,
+                        "rules": explain_move(old, new),
+                    }
+                )
         for name in set(old["components"]) | set(new["components"]):
             stats = components.setdefault(name, {"changed": 0, "deltas": []})
             before = old["components"].get(name, {}).get("score")
@@ -97,6 +264,11 @@ def summarize_replay(
             if delta is not None:
                 stats["deltas"].append(abs(delta))
     moved.sort(key=lambda m: -abs(m["delta"]) if m["delta"] is not None else -math.inf)
+    by_rule: Counter[str] = Counter()
+    for item in moved:
+        # Count each rule by its kind and subject ("component tests weight"), not by
+        # the per-item numbers, so the table says which edits moved how many items.
+        by_rule.update({_rule_kind(rule) for rule in item["rules"]})
     rho: float | None = None
     if len(olds) >= 2:
         result = spearmanr(olds, news)
@@ -117,6 +289,7 @@ def summarize_replay(
             }
             for name, s in sorted(components.items())
         },
+        "moved_by_rule": dict(by_rule.most_common()),
         "moved": moved[:top],
         "all_deltas": deltas,
     }

@@ -10,7 +10,9 @@ Run as ``python -m bench.sandbox [--runs N]``. In the same run:
     sandbox layer this host provides (they are printed), one job in flight per
     slot; each pass starts with an empty plan cache, so every task is planned
     as if first seen;
-(c) the floor: a confined child that loads an empty module and is torn down.
+(c) the floor: a confined child that loads an empty module and is torn down;
+(d) the ``pytest`` kind: each item's ``check`` as a one-test pytest module that
+    imports the candidate, through the same grader.
 
 (b) and (c) run ``--runs`` passes over the 164 items and print each; the
 summary takes medians. Each line gives items/s and p50/p99 latency; the ratio
@@ -100,18 +102,33 @@ def naive(rows: Sequence[dict[str, Any]], workers: int, name: str) -> float:
     return _line(name, len(rows), wall, latencies, f"passed {passed}/{len(rows)}")
 
 
+def _suite(row: dict[str, Any]) -> str:
+    """Return a HumanEvalPack item's ``check`` as a pytest module importing the candidate."""
+    return (
+        f"from solution import {row['entry_point']}\n\n{row['test']}\n\n"
+        f"def test_check():\n    check({row['entry_point']})\n"
+    )
+
+
 def arbiter(
-    rows: Sequence[dict[str, Any]], pool: SandboxPool, concurrency: int, runs: int
+    rows: Sequence[dict[str, Any]],
+    pool: SandboxPool,
+    concurrency: int,
+    runs: int,
+    kind: str = "python_function",
 ) -> list[float]:
-    """(b): the unit_tests grader through the runner, as the service calls it."""
+    """(b), (d): the unit_tests grader through the runner, as the service calls it."""
     grader = UnitTestsGrader(pool)
     config = UnitTestsConfig(timeout_s=10.0)
+    suites = kind == "pytest"
     samples = [
         Sample(
             id=row["task_id"],
             response=f"```python\n{row['prompt']}{row['canonical_solution']}\n```",
             task=TaskSpec(
-                kind="python_function", tests=row["test"], entry_point=row["entry_point"]
+                kind=kind,
+                tests=_suite(row) if suites else row["test"],
+                entry_point="solution" if suites else row["entry_point"],
             ),
         )
         for row in rows
@@ -130,7 +147,8 @@ def arbiter(
         clear_plan_cache()
         wall, latencies, passed = asyncio.run(grade_all())
         note = f"passed {passed}/{len(rows)}"
-        rates.append(_line("(b) arbiter unit_tests grader", len(rows), wall, latencies, note))
+        name = "(d) arbiter, pytest kind" if suites else "(b) arbiter unit_tests grader"
+        rates.append(_line(name, len(rows), wall, latencies, note))
     return rates
 
 
@@ -174,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         naive(sample, args.slots, f"(a') naive, {args.slots} in parallel")
         ours = arbiter(rows, pool, args.slots, args.runs)
         floors = [floor(pool, len(rows), args.slots) for _ in range(args.runs)]
+        suites = arbiter(rows, pool, args.slots, args.runs, kind="pytest")
     finally:
         pool.close()
     median = statistics.median(ours)
@@ -181,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"median of {args.runs}: (b) {median:.1f} items/s, (c) {statistics.median(floors):.1f} "
         f"items/s; (a) {naive_rate:.1f} items/s"
     )
+    print(f"pytest kind (d): median {statistics.median(suites):.1f} items/s")
     print(f"ratio (b)/(a): {median / naive_rate:.1f}x")
 
 

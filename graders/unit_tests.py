@@ -30,7 +30,6 @@ import hashlib
 import itertools
 import math
 import re
-import secrets
 import threading
 import time
 import warnings
@@ -60,7 +59,8 @@ from graders.sandbox import (
     run_plan,
 )
 from graders.sandbox.pool import DEFAULT_LONG_AFTER_S, DEFAULT_WALL_FACTOR, REPORT_GRACE_S
-from graders.sandbox.suites import cross_check, expected_test_ids, tampering_signals
+from graders.sandbox.suite_host import SuiteHost
+from graders.sandbox.suites import expected_test_ids, tally, tampering_signals
 from graders.types import (
     FailureKind,
     GradeResult,
@@ -307,8 +307,12 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
     #: A thread cannot be killed; readiness says so instead of staying silent.
     stuck_after_s: ClassVar[float] = 60.0
 
-    def __init__(self, pool: SandboxPool | None = None) -> None:
+    def __init__(self, pool: SandboxPool | None = None, suites: SuiteHost | None = None) -> None:
         self._pool = pool
+        #: The trusted pytest process for pytest-kind suites: the process-wide one
+        #: unless given (it holds nothing of any grading between suites).
+        self._own_suites = suites is not None
+        self.suites = suites if suites is not None else SuiteHost.shared()
         self._pool_lock = threading.Lock()
         self._threads: ThreadPoolExecutor | None = None
         #: Task key -> the reference's measured run time (None: the reference failed).
@@ -349,6 +353,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             if self._threads is not None:
                 self._threads.shutdown(wait=False)
                 self._threads = None
+        if self._own_suites:
+            self.suites.close()
 
     def _workers(self) -> ThreadPoolExecutor:
         pool = self.pool
@@ -527,6 +533,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                         return self.failed(FailureKind.COLLECTION_ERROR, str(e))
             channel.check_quiet()
             garbled = channel.broken is not None and channel.broken.reason == "garbled"
+            flags = channel.flags
         report = run.report
         if report is not None and report.cpu_limited:
             # SIGXCPU: the channel saw the child exit, but it had used up its CPU time.
@@ -538,42 +545,16 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 load_error = ("timeout", load_error[1])
         violations += _observed(report, code)
         if garbled:
-            violations.append(
-                Violation(
-                    type=ViolationType.VERDICT_FORGERY,
-                    detail="the run sent a message that does not follow the protocol",
-                    source="sandbox",
-                )
-            )
+            violations += _channel_violations("garbled")
         if any(o.outcome == "output_limit" for o in outcomes):
-            violations.append(
-                Violation(
-                    type=ViolationType.RESOURCE_ABUSE,
-                    detail="a result over the size cap",
-                    source="sandbox",
-                )
-            )
-        # Not ``ended_by``: the zygote may read our "end" before it sees the exit.
-        exited_early = (
-            report is not None
-            and report.exit_code == 0
-            and (
-                (load_error is not None and load_error[0] == "exited")
-                or any(o.outcome == "exited" for o in outcomes)
-            )
+            violations += _channel_violations("output_limit")
+        exited = (load_error is not None and load_error[0] == "exited") or any(
+            o.outcome == "exited" for o in outcomes
         )
-        raised_exit = any(
-            text.startswith(("SystemExit", "KeyboardInterrupt"))
-            for text in [load_error[1] if load_error else "", *(o.error for o in outcomes)]
-        )
-        if exited_early or raised_exit:
-            violations.append(
-                Violation(
-                    type=ViolationType.EARLY_EXIT,
-                    detail="the candidate tried to end its process before the tests ended",
-                    source="sandbox",
-                )
-            )
+        errors = [load_error[1] if load_error else "", *(o.error for o in outcomes)]
+        violations += _early_exit(report, exited, errors)
+        deceptive = _always_equal(flags)
+        violations += deceptive
         details: dict[str, Any] = {
             "kind": "python_function",
             "verdict": "trusted",
@@ -590,15 +571,15 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                     details,
                     violations,
                 )
-            details["failure_kind"] = (
-                "import_error"
-                if "ImportError" in message or ("ModuleNotFoundError" in message)
-                else "runtime_error"
-            )
+            details["failure_kind"] = _load_failure_kind(message)
             return self.scored(0.0, details=details, violations=tuple(violations))
         passed = sum(o.passed for o in outcomes)
         total = len(outcomes)
         details.update(passed=passed, total=total, tests=[_outcome_dict(o) for o in outcomes])
+        if deceptive:
+            # A value built to pass comparisons says nothing honest about the code.
+            details["passed"] = 0
+            return self.scored(0.0, details=details, violations=tuple(violations))
         if passed == 0 and all(o.outcome == "timeout" for o in outcomes):
             return self._candidate_fault(
                 FailureKind.TIMEOUT,
@@ -689,44 +670,62 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         expected = expected_test_ids(sources)
         if not expected:
             return self.failed(FailureKind.COLLECTION_ERROR, "the test files define no tests")
-        files = {f"tests/{k}": v for k, v in sources.items()}
-        files[f"work/{module}.py"] = code
-        nonce = secrets.token_hex(16)
-        report = self.pool.run_pytest(files, config.limits(), nonce)
-        verdict = cross_check(report.report, report.exit_code, expected, nonce)
-        kinds = {
-            "verdict_forgery": ViolationType.VERDICT_FORGERY,
-            "framework_patching": ViolationType.FRAMEWORK_PATCHING,
-            "early_exit": ViolationType.EARLY_EXIT,
-            "test_skipping": ViolationType.TEST_SKIPPING,
-            "introspection": ViolationType.INTROSPECTION,
-        }
-        violations = _observed(report, code) + [
-            Violation(type=kinds[p], detail=d, source="sandbox") for p, d in verdict.problems
-        ]
-        signals = tampering_signals(code)
-        violations += [
-            Violation(type=kinds[p], detail=d, line=line, source="static") for p, d, line in signals
-        ]
-        # A suite shares the candidate's process: code that reaches for the runner
-        # or the report's descriptor voids the claim even when the claim looks clean.
-        trusted = verdict.trusted and not any(
-            p in ("framework_patching", "verdict_forgery") for p, _, _ in signals
+        if not self.pool.config.pytest:
+            raise SandboxError("this pool was started without pytest support")
+        limits = config.limits()
+        # The candidate loads in a confined child, as for a function task; the
+        # tests run in the trusted pytest host against a proxy of its module.
+        with self.pool.function_run(code, limits) as run:
+            cap = max(limits.max_output_bytes, 1 << 20)
+            suite = self.suites.run(sources, module, run.channel, run.deadline, max_bytes=cap)
+        report = run.report
+        broken = suite.broken
+        if broken == "exited" and report is not None and report.cpu_limited:
+            # SIGXCPU: the channel saw the child exit, but it had used up its CPU time.
+            broken = "timeout"
+        outcomes = tally(suite.outcomes, expected)
+        passed = sum(v == "passed" for v in outcomes.values())
+        violations = _observed(report, code) + _channel_violations(broken)
+        violations += _early_exit(
+            report, broken == "exited", [suite.load_error, suite.broken_detail]
         )
+        # What the candidate's module does to a test runner no longer reaches one
+        # (the tests run elsewhere); it is still worth naming, for the record.
+        violations += [
+            Violation(type=_SIGNALS[p], detail=d, line=line, source="static")
+            for p, d, line in tampering_signals(code)
+        ]
+        deceptive = _always_equal(suite.flags)
+        violations += deceptive
         details: dict[str, Any] = {
             "kind": "pytest",
-            "verdict": "cross_checked",
-            "trusted": trusted,
-            "passed": verdict.passed if trusted else 0,
-            "total": verdict.total,
-            "tests": verdict.outcomes,
+            "verdict": "trusted",
+            "trusted": True,
+            "passed": passed,
+            "total": len(expected),
+            "tests": outcomes,
             "sandbox": _report_details(report),
-            "stdout_tail": report.stdout.decode("utf-8", errors="replace")[-1000:],
+            "stdout_tail": suite.output_tail[-1000:],
         }
-        if not trusted:
-            # A claim that failed the cross-check says nothing about the code: no credit.
+        if deceptive:
+            # A value built to pass comparisons says nothing honest about the code.
+            details["passed"] = 0
             return self.scored(0.0, details=details, violations=tuple(violations))
-        if report.timed_out and verdict.claimed_status is None:
+        if suite.load_error:
+            details["load_error"] = suite.load_error
+            if suite.load_error.startswith("timeout") or broken == "timeout":
+                return self._candidate_fault(
+                    FailureKind.TIMEOUT,
+                    f"loading the code took more than {config.timeout_s:g} s",
+                    config,
+                    details,
+                    violations,
+                )
+            # As for a function task: code that does not load passes nothing.
+            details["failure_kind"] = _load_failure_kind(suite.load_error)
+            details["passed"] = 0
+            return self.scored(0.0, details=details, violations=tuple(violations))
+        if passed == 0 and (suite.timed_out or broken == "timeout"):
             return self._candidate_fault(
                 FailureKind.TIMEOUT,
                 f"the suite ran past {config.timeout_s:g} s",
@@ -734,9 +733,63 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 details,
                 violations,
             )
-        if verdict.collection_error is not None:
+        if suite.collect_errors or suite.status in (2, 3, 4):
+            errors = ", ".join(suite.collect_errors)[:300]
+            message = f"pytest could not collect the tests (status {suite.status}): {errors}"
             return self._candidate_fault(
-                FailureKind.COLLECTION_ERROR, verdict.collection_error, config, details, violations
+                FailureKind.COLLECTION_ERROR, message, config, details, violations
             )
-        score = score_outcomes(verdict.passed, verdict.total, partial_credit=config.partial_credit)
+        score = score_outcomes(passed, len(expected), partial_credit=config.partial_credit)
         return self.scored(score, details=details, violations=tuple(violations))
+
+
+_SIGNALS = {
+    "verdict_forgery": ViolationType.VERDICT_FORGERY,
+    "framework_patching": ViolationType.FRAMEWORK_PATCHING,
+    "early_exit": ViolationType.EARLY_EXIT,
+    "test_skipping": ViolationType.TEST_SKIPPING,
+    "introspection": ViolationType.INTROSPECTION,
+}
+
+
+def _load_failure_kind(message: str) -> str:
+    """Say whether code failed to load on an import or on anything else."""
+    return (
+        "import_error"
+        if "ImportError" in message or "ModuleNotFoundError" in message
+        else ("runtime_error")
+    )
+
+
+def _channel_violations(broken: str | None) -> list[Violation]:
+    """Name what a broken channel says of the candidate: forged frames, an oversized result."""
+    if broken == "garbled":
+        detail = "the run sent a message that does not follow the protocol"
+        return [Violation(type=ViolationType.VERDICT_FORGERY, detail=detail, source="sandbox")]
+    if broken == "output_limit":
+        detail = "a result over the size cap"
+        return [Violation(type=ViolationType.RESOURCE_ABUSE, detail=detail, source="sandbox")]
+    return []
+
+
+def _early_exit(report: RunReport | None, exited: bool, errors: Sequence[str]) -> list[Violation]:
+    """An early-exit violation if the run ended itself (status 0) or raised SystemExit."""
+    # Not ``ended_by``: the zygote may read our "end" before it sees the exit.
+    by_status = exited and report is not None and report.exit_code == 0
+    raised = any(text.startswith(("SystemExit", "KeyboardInterrupt")) for text in errors)
+    if not (by_status or raised):
+        return []
+    detail = "the candidate tried to end its process before the tests ended"
+    return [Violation(type=ViolationType.EARLY_EXIT, detail=detail, source="sandbox")]
+
+
+def _always_equal(flags: Sequence[str]) -> list[Violation]:
+    """Return one ``always_equal`` violation per piece of run-time evidence (pure)."""
+    return [
+        Violation(
+            type=ViolationType.ALWAYS_EQUAL,
+            detail=f"at run time, a value the tests received: {flag}",
+            source="sandbox",
+        )
+        for flag in dict.fromkeys(flags)
+    ]

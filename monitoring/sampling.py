@@ -103,6 +103,11 @@ class SamplingPolicy:
             or self.violation_rate > 0
         )
 
+    @property
+    def needs_deciles(self) -> bool:
+        """Whether decisions read the reward deciles (decile rates, or the default high reward)."""
+        return bool(self.decile_rates) or (self.violation_rate > 0 and self.high_reward is None)
+
     @classmethod
     def from_review_spec(
         cls,
@@ -166,6 +171,7 @@ class RewardDeciles:
 
     def __init__(self, window: int = 5000, min_count: int = 100) -> None:
         self._values: deque[float] = deque(maxlen=window)
+        self.window = window
         self.min_count = min_count
 
     def add(self, rewards: Iterable[float | None]) -> None:

@@ -24,7 +24,15 @@ from alembic.config import Config
 from sqlalchemy import Connection, Engine, create_engine, event, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from store.tables import api_keys, drift_alerts, drift_state, requests, rewards, rubric_versions
+from store.tables import (
+    api_keys,
+    drift_alerts,
+    drift_state,
+    idempotency_claims,
+    requests,
+    rewards,
+    rubric_versions,
+)
 
 __all__ = [
     "ROLES",
@@ -319,6 +327,15 @@ class Store:
                         for row in rows
                     ]
                     self._insert_rewards(conn, values)
+                if idempotency_key is not None and not self.is_sqlite:
+                    # The claim made before grading (replicas on one store) goes
+                    # with the commit of its response, never before or after it.
+                    conn.execute(
+                        idempotency_claims.delete().where(
+                            idempotency_claims.c.client == client,
+                            idempotency_claims.c.idempotency_key == idempotency_key,
+                        )
+                    )
         except IntegrityError as e:
             if (
                 idempotency_key is not None
@@ -388,6 +405,7 @@ class Store:
         self,
         *,
         rubric_sha256: str | None = None,
+        rubric_name: str | None = None,
         since: float | None = None,
         until: float | None = None,
         sample_ids: Sequence[str] | None = None,
@@ -399,6 +417,8 @@ class Store:
             rewards.c.request_id,
             rewards.c.position,
             rewards.c.sample_id,
+            rewards.c.rubric_name,
+            rewards.c.rubric_version,
             rewards.c.rubric_sha256,
             rewards.c.record,
             rewards.c.sample,
@@ -407,6 +427,8 @@ class Store:
         ).order_by(rewards.c.id)
         if rubric_sha256 is not None:
             query = query.where(rewards.c.rubric_sha256 == rubric_sha256)
+        if rubric_name is not None:
+            query = query.where(rewards.c.rubric_name == rubric_name)
         if since is not None:
             query = query.where(rewards.c.created_at >= since)
         if until is not None:

@@ -327,6 +327,22 @@ class ReviewQueue:
 
     # -- reading ----------------------------------------------------------------------
 
+    def recent_raw_rewards(self, rubric_sha256: str, limit: int) -> list[float]:
+        """Return the rubric version's latest logged raw rewards (abstentions left out).
+
+        Every replica on the store reads the same log, so reward deciles built
+        from it are the same on all of them: a sample's inclusion probability
+        does not depend on which replica graded it.
+        """
+        query = (
+            select(rewards.c.raw_reward)
+            .where(rewards.c.rubric_sha256 == rubric_sha256, rewards.c.raw_reward.is_not(None))
+            .order_by(rewards.c.id.desc())
+            .limit(limit)
+        )
+        with self.store.engine.connect() as conn:
+            return [float(v) for v in conn.execute(query).scalars()]
+
     def stats(self, rubric: str | None = None) -> dict[str, Any]:
         """Count items per rubric: open (free), leased, done, and labels."""
         now = self.clock()

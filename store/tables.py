@@ -20,7 +20,9 @@ from sqlalchemy import (
 __all__ = [
     "api_keys",
     "drift_alerts",
+    "drift_resets",
     "drift_state",
+    "idempotency_claims",
     "metadata",
     "requests",
     "review_items",
@@ -149,7 +151,8 @@ review_labels = Table(
 drift_alerts = Table(
     "drift_alerts",
     metadata,
-    Column("id", String(64), primary_key=True),
+    # "<rubric>/<component>@<grader version>#<detector>#<window>" (revision 0004 widened it).
+    Column("id", String(512), primary_key=True),
     Column("rubric_name", String(128), nullable=False),
     Column("component", String(128), nullable=False),
     Column("grader_version", String(64), nullable=False),
@@ -173,4 +176,36 @@ drift_state = Table(
     Column("name", String(64), primary_key=True),
     Column("state", Text, nullable=False),
     Column("saved_at", Float, nullable=False),
+    # JSON: how far into the reward log the state has read, when it follows the
+    # log (several replicas); NULL for a monitor fed in-process.
+    Column("log_cursor", Text, nullable=True),
+)
+
+# -- several replicas on one store (revision 0004) ----------------------------------
+
+# A request with an Idempotency-Key is claimed here before it is graded, so that
+# of two replicas sent the same key one grades and the other waits for its
+# stored response. The row goes when the request is logged or fails.
+idempotency_claims = Table(
+    "idempotency_claims",
+    metadata,
+    Column("client", String(128), primary_key=True),
+    Column("idempotency_key", String(256), primary_key=True),
+    Column("owner", String(64), nullable=False),
+    Column("claimed_at", Float, nullable=False),
+    # Past this the owner is presumed dead and another replica may take over.
+    Column("expires_at", Float, nullable=False),
+)
+
+# Accepted changes (POST /v1/drift/reset) waiting for the replica that runs the
+# drift monitor to forget the stream's reference.
+drift_resets = Table(
+    "drift_resets",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("rubric_name", String(128), nullable=False),
+    Column("component", String(128), nullable=False),
+    Column("grader_version", String(64), nullable=False),
+    Column("requested_at", Float, nullable=False),
+    Column("applied_at", Float, nullable=True),
 )

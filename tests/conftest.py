@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -33,9 +34,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.reverse()
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh schema in the PostgreSQL test database, dropped afterwards."""
+@contextmanager
+def postgres_schema() -> Iterator[str]:
+    """Create a fresh schema in the PostgreSQL test database; drop it afterwards."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.exc import OperationalError
 
@@ -53,3 +54,17 @@ def postgres_url() -> Iterator[str]:
         with admin.begin() as conn:
             conn.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
         admin.dispose()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh schema in the PostgreSQL test database, dropped afterwards."""
+    with postgres_schema() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_postgres_url() -> Iterator[str]:
+    """Like ``postgres_url``, shared by a module's tests (servers started once for them)."""
+    with postgres_schema() as url:
+        yield url

@@ -1,9 +1,12 @@
 """Human review (reviewer role; admin too): the queue, leases, labels, export, agreement.
 
-Blind by default: a claimed item carries the prompt, the response and the task, but
-not the graders' scores, violations or the reason it was sampled (a reason such as
-``high_reward_violation`` would tell the reviewer what the graders thought). The
-setting ``review_show_scores`` (proposed: ``ARBITER_REVIEW_SHOW_SCORES``) shows them.
+Blind by default: a claimed item carries the prompt, the response, the task, the
+rollout's metrics and what "pass" means for each component, but not the graders'
+scores, violations or the reason it was sampled (a reason such as
+``high_reward_violation`` would tell the reviewer what the graders thought). A
+rubric's ``review: {show_scores: true}`` shows them for that rubric; without it the
+server's ``ARBITER_REVIEW_SHOW_SCORES`` decides. Shown, they come as a compact
+summary per component (``api.review_view``), not the raw record.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ from starlette.responses import Response, StreamingResponse
 from api.auth import Principal
 from api.deps import Caller, ServiceDep
 from api.errors import Conflict
+from api.review_view import grader_guidance, reward_summary, rubric_guidance
 from api.schemas import ErrorBody
 from api.service import Service
 from graders.types import ViolationType
 from monitoring.agreement import LabelledPair, agreement_report, labelled_pair
 from rubrics.errors import RubricNotFoundError
+from rubrics.rubric import Rubric
 from store.review import ClaimedItem, Label, LeaseLostError, ReviewQueue
 
 router = APIRouter(tags=["review"])
@@ -106,8 +111,19 @@ class ReviewItem(BaseModel):
     lease_expires_at: float
     label_count: int
     required_reviews: int
+    graders: dict[str, str] = Field(
+        default_factory=dict, description="Component name -> the grader that scored it."
+    )
+    guidance: dict[str, str] = Field(
+        default_factory=dict,
+        description="Component name -> what 'pass' means there, with the rubric's thresholds.",
+    )
+    blind: bool = Field(default=True, description="Whether the graders' output is withheld.")
     grading: dict[str, Any] | None = Field(
-        default=None, description="Scores, violations and sampling reason; absent when blind."
+        default=None,
+        description="The reward, gates, penalties, why it was sampled and a compact summary "
+        "per component (score, violations with line and snippet, what it measured); "
+        "absent when blind.",
     )
 
 
@@ -132,29 +148,40 @@ def _reviewer(caller: Principal) -> str:
     return caller.client
 
 
-def _item(claimed: ClaimedItem, show_scores: bool) -> ReviewItem:
+def _rubric(service: Service, sha256: str) -> Rubric | None:
+    try:
+        return service.catalog.by_sha256(sha256).rubric
+    except RubricNotFoundError:
+        return None  # a version no longer loaded: the record alone still describes it
+
+
+def _item(claimed: ClaimedItem, rubric: Rubric | None, *, default_show: bool) -> ReviewItem:
     record = json.loads(claimed.record)
-    grading = None
-    if show_scores:
-        grading = {
-            "reward": record.get("reward"),
-            "raw_reward": record.get("raw_reward"),
-            "components": record.get("components", {}),
-            "penalties": record.get("penalties", []),
-            "reason": claimed.reason,
-            "inclusion_probability": claimed.inclusion_probability,
-        }
+    components = record.get("components", {})
+    graders = {name: str(c.get("grader", "")) for name, c in components.items()}
+    chosen = None if rubric is None else rubric.spec.review.show_scores
+    show_scores = default_show if chosen is None else chosen
+    guidance = (
+        rubric_guidance(rubric)
+        if rubric is not None
+        else {name: grader_guidance(grader) for name, grader in graders.items()}
+    )
     return ReviewItem(
         id=claimed.id,
         sample_id=claimed.sample_id,
         rubric={"name": claimed.rubric_name, "sha256": claimed.rubric_sha256},
-        components=sorted(record.get("components", {})),
+        components=sorted(components),
         sample=json.loads(claimed.sample) if claimed.sample is not None else None,
         lease_token=claimed.lease_token,
         lease_expires_at=claimed.lease_expires_at,
         label_count=claimed.label_count,
         required_reviews=claimed.required_reviews,
-        grading=grading,
+        graders=graders,
+        guidance={name: guidance.get(name, "") for name in sorted(components)},
+        blind=not show_scores,
+        grading=reward_summary(record, claimed.reason, claimed.inclusion_probability)
+        if show_scores
+        else None,
     )
 
 
@@ -205,8 +232,10 @@ async def claim_next(body: ClaimRequest, service: ServiceDep, caller: Caller) ->
     claimed = await asyncio.to_thread(_queue(service).claim, reviewer, rubric=body.rubric)
     if claimed is None:
         return ClaimResponse(item=None)
-    show = service.settings.review_show_scores
-    return ClaimResponse(item=_item(claimed, show))
+    rubric = _rubric(service, claimed.rubric_sha256)
+    return ClaimResponse(
+        item=_item(claimed, rubric, default_show=service.settings.review_show_scores)
+    )
 
 
 @router.post(
@@ -273,10 +302,9 @@ async def export_labels(
 
 
 def _reward_range(service: Service, sha256: str) -> tuple[float, float] | None:
-    try:
-        clip = service.catalog.by_sha256(sha256).rubric.spec.clip
-    except RubricNotFoundError:
-        return None  # a rubric no longer loaded: its rewards are read as [0, 1]
+    rubric = _rubric(service, sha256)
+    # A rubric no longer loaded, or one without a clip: its rewards are read as [0, 1].
+    clip = None if rubric is None else rubric.spec.clip
     return None if clip is None else (clip[0], clip[1])
 
 

@@ -57,7 +57,7 @@ def _watched() -> dict[str, Any]:
     }
 
 
-class _Collector:
+class Collector:
     """A plugin that records each test's outcome by node id."""
 
     def __init__(self) -> None:
@@ -88,7 +88,7 @@ def main(tests_dir: str, work_dir: str, nonce: str) -> int:
     before = _watched()
     sys.dont_write_bytecode = True
     sys.path.insert(0, work_dir)
-    collector = _Collector()
+    collector = Collector()
     status = int(
         pytest.main(
             [*FLAGS, "--rootdir", tests_dir, "--confcutdir", tests_dir, tests_dir],

@@ -44,7 +44,7 @@ import types
 from typing import Any
 
 from graders.sandbox import _linux as kernel
-from graders.sandbox import codec
+from graders.sandbox import _remote, codec
 from graders.sandbox.frames import FrameReader, recv_frame, recv_frame_with_fds, send_frame
 
 _CONTROL_MAX_BYTES = 64 << 20
@@ -187,6 +187,9 @@ def _kind(value: Any) -> str:
     """Say what a candidate global is: the trusted side proxies functions, imports modules."""
     if isinstance(value, types.ModuleType):
         return f"module:{getattr(value, '__name__', '')}"
+    base = _remote.exception_kind(value)
+    if base is not None:
+        return f"exception:{base}"
     return "callable" if callable(value) else "value"
 
 
@@ -204,34 +207,13 @@ def _serve_function(code: str) -> int:
     # Objects with no encoding (instances of the candidate's classes) stay here;
     # the trusted side holds handles it can pass back but never look inside.
     kept: list[Any] = []
-
-    def keep(value: Any) -> int:
-        kept.append(value)
-        return len(kept) - 1
-
     requests = FrameReader(chan, max_bytes=_CONTROL_MAX_BYTES)
     while True:
         try:
             request = requests.recv()
         except EOFError:
             return 0
-        call_id = request["id"]
-        nonce = request["nonce"]
-        try:
-            target = namespace[request["fn"]]
-            args = codec.decode(request["args"], refs=kept.__getitem__)
-            kwargs = codec.decode(request["kwargs"], refs=kept.__getitem__)
-            value = target(*args, **kwargs)
-        except BaseException as e:
-            error = {"type": type(e).__name__, "message": str(e)[:2000]}
-            reply = {"id": call_id, "nonce": nonce, "err": error}
-        else:
-            try:
-                reply = {"id": call_id, "nonce": nonce, "ok": codec.encode(value, refs=keep)}
-            except Exception as e:  # a hostile object can break encoding in any way
-                error = {"type": "Uncrossable", "message": str(e)[:2000]}
-                reply = {"id": call_id, "nonce": nonce, "err": error}
-        send_frame(chan, reply)
+        send_frame(chan, _remote.reply(namespace, request, kept))
 
 
 def _run_script(code: str) -> int:

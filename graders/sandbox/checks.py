@@ -346,11 +346,13 @@ def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Chann
     error = ""
     try:
         exec(stmt.code, namespace)
+    except CandidateError as e:
+        # Before AssertionError: the candidate's own AssertionError is its error.
+        limit = e.type_name == "MemoryError"  # RLIMIT_AS: the run hit its memory limit
+        text = f"{e.type_name}: {e.message}"
+        outcome, error = ("memory_limit" if limit else "runtime_error"), text[:500]
     except AssertionError as e:
         outcome, error = "assertion_failed", str(e)[:500]
-    except CandidateError as e:
-        limit = e.type_name == "MemoryError"  # RLIMIT_AS: the run hit its memory limit
-        outcome, error = ("memory_limit" if limit else "runtime_error"), str(e)[:500]
     except ChannelBroken as e:
         outcome, error = e.reason, e.detail[:500]  # type: ignore[assignment]
     except Uncrossable as e:

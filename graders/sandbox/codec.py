@@ -64,7 +64,12 @@ def _float(x: float) -> Any:
     return {"f": "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")}
 
 
-def encode(value: Any, depth: int = 0, refs: Callable[[Any], int] | None = None) -> Any:
+def encode(
+    value: Any,
+    depth: int = 0,
+    refs: Callable[[Any], int] | None = None,
+    inspect: Callable[[Any], None] | None = None,
+) -> Any:
     """Turn ``value`` into JSON-ready data.
 
     Args:
@@ -72,6 +77,10 @@ def encode(value: Any, depth: int = 0, refs: Callable[[Any], int] | None = None)
         depth: nesting level (internal).
         refs: for a value with no encoding, return a handle that stands for it
             (``{"r": handle}``); without it such a value raises :class:`EncodeError`.
+        inspect: called with every value whose type is not an exact builtin one
+            (a subclass sent as its base type's data, or an object sent as a
+            handle) before it is encoded: the sandbox side looks there for
+            values built to deceive a comparison.
     """
     if depth > MAX_DEPTH:
         raise EncodeError("value nested too deeply")
@@ -80,6 +89,8 @@ def encode(value: Any, depth: int = 0, refs: Callable[[Any], int] | None = None)
         return value
     if t is float:
         return _float(value)
+    if inspect is not None and t not in _EXACT_CONTAINERS:
+        inspect(value)
     d = depth + 1
     # Exact types first (the common case), then subclasses as their base type.
     if isinstance(value, bool):
@@ -91,15 +102,20 @@ def encode(value: Any, depth: int = 0, refs: Callable[[Any], int] | None = None)
     if isinstance(value, float):
         return _float(float.__float__(value))
     if isinstance(value, list):
-        return {"l": [encode(v, d, refs) for v in list.__iter__(value)]}
+        return {"l": [encode(v, d, refs, inspect) for v in list.__iter__(value)]}
     if isinstance(value, tuple):
-        return {"t": [encode(v, d, refs) for v in tuple.__iter__(value)]}
+        return {"t": [encode(v, d, refs, inspect) for v in tuple.__iter__(value)]}
     if isinstance(value, set):
-        return {"s": [encode(v, d, refs) for v in set.__iter__(value)]}
+        return {"s": [encode(v, d, refs, inspect) for v in set.__iter__(value)]}
     if isinstance(value, frozenset):
-        return {"fs": [encode(v, d, refs) for v in frozenset.__iter__(value)]}
+        return {"fs": [encode(v, d, refs, inspect) for v in frozenset.__iter__(value)]}
     if isinstance(value, dict):
-        return {"d": [[encode(k, d, refs), encode(v, d, refs)] for k, v in dict.items(value)]}
+        return {
+            "d": [
+                [encode(k, d, refs, inspect), encode(v, d, refs, inspect)]
+                for k, v in dict.items(value)
+            ]
+        }
     if isinstance(value, bytes):
         return {"b": base64.b64encode(bytes(value)).decode("ascii")}
     if isinstance(value, bytearray):
@@ -113,6 +129,7 @@ def encode(value: Any, depth: int = 0, refs: Callable[[Any], int] | None = None)
     raise EncodeError(f"a value of type {t.__name__} cannot cross the sandbox boundary")
 
 
+_EXACT_CONTAINERS = frozenset({list, tuple, set, frozenset, dict, bytes, bytearray, complex})
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _BUILTIN_TYPES: dict[str, type] = {
     t.__name__: t

@@ -6,10 +6,26 @@ the reply into plain builtin values. Whatever happens on the channel (the child
 died, timed out, or sent something garbled, forged or unencodable) is recorded
 on the :class:`Channel` as well as raised, so a test that swallows the error
 with a bare ``except:`` still cannot turn it into a pass.
+
+An object with no encoding (an instance of the candidate's class, a generator,
+a bound method, the class itself) stays in the sandbox; the trusted side holds
+a :class:`RemoteObject`, a handle through which attribute reads, calls,
+iteration, ``len``, indexing, ``in`` and ``str`` are performed over there and
+answered with data. Its equality, truth value and hash are never asked of the
+candidate: it equals only itself, comparing it with anything else or asking its
+truth fails the test, and its hash is its identity here.
+
+An exception the candidate raises comes back as a :class:`CandidateError`; when
+its class derives from a builtin exception (or from one of the candidate's own
+exception classes the trusted side registered), the error raised here also is
+an instance of that class, so ``pytest.raises(ValueError)`` and ``except
+KeyError`` mean what they say. Only the class is the candidate's choice, never
+an object: the instance is built here.
 """
 
 from __future__ import annotations
 
+import builtins
 import secrets
 import select
 import socket
@@ -35,6 +51,7 @@ __all__ = [
     "LoadResult",
     "RemoteObject",
     "Uncrossable",
+    "candidate_exception_class",
 ]
 
 
@@ -45,6 +62,48 @@ class CandidateError(Exception):
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
         self.message = message
+
+
+#: Builtin exceptions an error from the sandbox may be raised as here. Not the
+#: iteration protocol's (a candidate's StopIteration must not end a loop of the
+#: tests early), and nothing outside Exception (SystemExit, pytest's outcomes).
+_RAISABLE: dict[str, type[Exception]] = {
+    name: value
+    for name, value in vars(builtins).items()
+    if isinstance(value, type)
+    and issubclass(value, Exception)
+    and value not in (StopIteration, StopAsyncIteration)
+}
+_AS_BUILTIN: dict[type[Exception], type[CandidateError]] = {}
+
+
+def _str_message(self: CandidateError) -> str:
+    return self.message
+
+
+def _init_candidate(self: CandidateError, type_name: str, message: str) -> None:
+    CandidateError.__init__(self, type_name, message)
+
+
+def candidate_exception_class(
+    base: type[Exception], name: str | None = None
+) -> type[CandidateError]:
+    """Return a class of errors from the sandbox that also are ``base`` errors.
+
+    Without ``name``, one class per builtin ``base`` (shared); with it, a fresh
+    class of that name (a stand-in for one of the candidate's exception classes).
+    """
+    if name is None and base in _AS_BUILTIN:
+        return _AS_BUILTIN[base]
+    if issubclass(base, CandidateError):
+        bases: tuple[type, ...] = (base,)
+    else:
+        bases = (base, CandidateError)
+    namespace = {"__str__": _str_message, "__init__": _init_candidate, "__module__": "sandbox"}
+    cls: type[CandidateError] = type(name or base.__name__, bases, namespace)
+    if name is None:
+        _AS_BUILTIN[base] = cls
+    return cls
 
 
 class ChannelBroken(BaseException):
@@ -91,6 +150,10 @@ class Channel:
         self._ahead: deque[tuple[str, bytes, int, str]] = deque()
         #: How many calls were answered from the pipeline (for tests and benchmarks).
         self.pipelined = 0
+        #: Evidence, sent with replies, of values built to deceive a comparison.
+        self.flags: list[str] = []
+        #: Stand-ins for the candidate's exception classes, by name.
+        self.exceptions: dict[str, type[CandidateError]] = {}
 
     def _handle(self, value: Any) -> int:
         if isinstance(value, RemoteObject) and value._channel is self:
@@ -108,7 +171,7 @@ class Channel:
             self.events.append(reason)
         return self.broken
 
-    def _receive(self) -> Any:
+    def _receive(self, too_large: str = "output_limit") -> Any:
         try:
             return self._reader.recv(self.deadline)
         except ChannelTimeout as e:
@@ -117,7 +180,7 @@ class Channel:
             raise self._break("exited", str(e)) from None
         except FrameTooLarge as e:
             # Too big to read is not forged: a result over the cap, like an output flood.
-            raise self._break("output_limit", str(e)) from None
+            raise self._break(too_large, str(e)) from None
         except codec.DecodeError as e:
             raise self._break("garbled", str(e)) from None
 
@@ -137,7 +200,9 @@ class Channel:
 
     def load(self) -> LoadResult:
         """Wait for the child's report on loading the candidate module."""
-        message = self._receive()
+        # A load report is a few names: bytes that announce megabytes are not one
+        # (raw text written to the channel), so too large is garbled here.
+        message = self._receive(too_large="garbled")
         if type(message) is not dict or type(message.get("ready")) is not bool:
             raise self._break("garbled", "malformed load report")
         if not message["ready"]:
@@ -154,7 +219,13 @@ class Channel:
             raise self._break("garbled", "malformed name list")
         return LoadResult(True, names={n[0]: n[1] for n in names})
 
-    def _request(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    def _request(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        fields: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Build a call's frame (raises codec.EncodeError for an argument with no encoding)."""
         request = {
             "op": "call",
@@ -163,6 +234,9 @@ class Channel:
             "args": codec.encode(list(args), refs=self._handle),
             "kwargs": codec.encode(dict(kwargs), refs=self._handle),
         }
+        if fields is not None:
+            del request["fn"]
+            request.update(fields)
         self._next_id += 1
         # A reply must echo a secret it could not have known before the call:
         # replies written ahead of time (a forged channel) are caught here.
@@ -242,11 +316,42 @@ class Channel:
             raise self._break("exited", str(e)) from None
         return self._answer(request["id"], request["nonce"])
 
+    def do(
+        self, what: str, target: RemoteObject | None, *args: Any, name: str = "", **kwargs: Any
+    ) -> Any:
+        """Perform ``what`` on an object in the sandbox (see :mod:`graders.sandbox._remote`).
+
+        ``target`` is a handle, or None for the module itself (``what="global"``
+        reads the global ``name``); the result is data or another handle.
+        """
+        if self.broken is not None:
+            raise self.broken
+        self.drain_ahead()
+        if self.broken is not None:
+            raise self.broken
+        fields: dict[str, Any] = {"op": "do", "what": what, "target": None, "name": name}
+        if target is not None:
+            fields["target"] = self._handle(target)
+        try:
+            request = self._request("", args, kwargs, fields)
+        except codec.EncodeError as e:
+            self.events.append("uncrossable_argument")
+            raise Uncrossable(str(e)) from None
+        try:
+            send_frame(self.sock, request)
+        except OSError as e:
+            raise self._break("exited", str(e)) from None
+        return self._answer(request["id"], request["nonce"])
+
     def _answer(self, call_id: int, nonce: str) -> Any:
         reply = self._receive()
         if type(reply) is not dict or reply.get("id") != call_id or reply.get("nonce") != nonce:
             raise self._break("garbled", "a reply that does not answer the call")
-        if "ok" in reply and len(reply) == 3:
+        flags = reply.get("flags", [])
+        if type(flags) is not list:
+            raise self._break("garbled", "malformed flags")
+        self.flags += [str(f)[:300] for f in flags[:5]]
+        if "ok" in reply and len(reply) == (4 if "flags" in reply else 3):
             try:
                 return codec.decode(reply["ok"], refs=self._remote_object)
             except codec.DecodeError as e:
@@ -259,30 +364,114 @@ class Channel:
         if type_name == "Uncrossable":
             self.events.append("uncrossable_result")
             raise Uncrossable(message)
-        raise CandidateError(type_name, message)
+        mro = error.get("mro", [type_name])
+        names = [str(n) for n in mro[:20]] if type(mro) is list else [type_name]
+        raise self._raised(names, type_name, message)
+
+    def _raised(self, mro: list[str], type_name: str, message: str) -> BaseException:
+        """Build (here) the error to raise for the candidate's exception of class ``mro[0]``."""
+        if "StopIteration" in mro:
+            # Only a handle's ``next`` asks for this: the iterator is exhausted.
+            return StopIteration()
+        for name in mro:
+            cls = self.exceptions.get(name)
+            if cls is None and name in _RAISABLE:
+                cls = candidate_exception_class(_RAISABLE[name])
+            if cls is not None:
+                try:
+                    return cls(type_name, message)
+                except Exception:  # a builtin whose constructor insists on more
+                    break
+        return CandidateError(type_name, message)
 
 
 class RemoteObject:
     """A handle to an object that stays in the sandbox (an instance of the candidate's class).
 
-    It can be passed back to the candidate's functions, and it equals only
-    itself: an object whose ``__eq__`` always returns True stays on the other
-    side, so it cannot satisfy a comparison made here. Its truth value is
-    unknown here, and asking for it fails the test.
+    It can be passed back to the candidate's functions; its attributes, calls,
+    iteration, length, items, ``in`` and ``str`` are asked of the sandbox and
+    answered with data (or more handles). It equals only itself: an object
+    whose ``__eq__`` always returns True stays on the other side, so it cannot
+    satisfy a comparison made here, and comparing it with anything else fails
+    the test. Its truth value is unknown here, and asking for it fails the test.
     """
 
     __slots__ = ("_channel", "handle")
+    _channel: Channel
+    handle: int
 
     def __init__(self, channel: Channel, handle: int) -> None:
-        self._channel = channel
-        self.handle = handle
+        object.__setattr__(self, "_channel", channel)
+        object.__setattr__(self, "handle", handle)
+
+    def _refuse(self, what: str) -> Uncrossable:
+        self._channel.events.append("uncrossable_result")
+        return Uncrossable(f"the {what} of an object in the sandbox is not decided here")
 
     def __bool__(self) -> bool:
-        self._channel.events.append("uncrossable_result")
-        raise Uncrossable("the truth value of an object in the sandbox is not known here")
+        raise self._refuse("truth value")
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        raise self._refuse("equality")
+
+    def __ne__(self, other: object) -> bool:
+        if other is self:
+            return False
+        raise self._refuse("equality")
+
+    __hash__ = object.__hash__
 
     def __repr__(self) -> str:
         return f"<object #{self.handle} in the sandbox>"
+
+    def __getattr__(self, name: str) -> Any:
+        # Dunders are asked by the machinery here (copy, inspect, pytest), never
+        # by a test of the candidate: they are not sent.
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self._channel.do("getattr", self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._channel.do("setattr", self, name, value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the object in the sandbox."""
+        return self._channel.do("call", self, *args, **kwargs)
+
+    def __iter__(self) -> Any:
+        return self._channel.do("iter", self)
+
+    def __next__(self) -> Any:
+        return self._channel.do("next", self)
+
+    def __len__(self) -> int:
+        length = self._channel.do("len", self)
+        if type(length) is not int:
+            raise TypeError("len() of an object in the sandbox was not an int")
+        return length
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._channel.do("getitem", self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._channel.do("setitem", self, key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._channel.do("delitem", self, key)
+
+    def __contains__(self, item: Any) -> bool:
+        found = self._channel.do("contains", self, item)
+        if type(found) is not bool:
+            raise TypeError("'in' on an object in the sandbox did not answer a bool")
+        return found
+
+    def __str__(self) -> str:
+        text = self._channel.do("str", self)
+        if type(text) is not str:
+            raise TypeError("str() of an object in the sandbox was not a str")
+        return text
 
 
 class CandidateFunction:

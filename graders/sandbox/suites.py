@@ -18,7 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["SuiteVerdict", "cross_check", "expected_test_ids", "tampering_signals"]
+__all__ = [
+    "SuiteVerdict",
+    "cross_check",
+    "expected_test_ids",
+    "tally",
+    "tampering_signals",
+]
 
 _TEST_FILES = ("test_*.py", "*_test.py")
 
@@ -182,6 +188,26 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     return report if ok else None
 
 
+def tally(reported: Mapping[str, str], expected: set[str]) -> dict[str, str]:
+    """Return one outcome per expected test id from outcomes reported per node id (pure).
+
+    A test passes only if every parametrized variant of it passed; one that was
+    never reported is ``missing``; a failed variant makes it ``failed``.
+    """
+    outcomes: dict[str, str] = {}
+    for test_id in sorted(expected):
+        variants = [v for k, v in reported.items() if k.split("[", 1)[0] == test_id]
+        if not variants:
+            outcomes[test_id] = "missing"
+        elif all(v == "passed" for v in variants):
+            outcomes[test_id] = "passed"
+        elif any(v == "failed" for v in variants):
+            outcomes[test_id] = "failed"
+        else:
+            outcomes[test_id] = "skipped"
+    return outcomes
+
+
 def cross_check(
     raw_report: bytes, observed_exit: int | None, expected: set[str], nonce: str
 ) -> SuiteVerdict:
@@ -212,18 +238,7 @@ def cross_check(
     if report["patched"]:
         names = ", ".join(str(p) for p in report["patched"])[:300]
         problems.append(("framework_patching", f"pytest internals replaced: {names}"))
-    claimed: dict[str, str] = report["outcomes"]
-    outcomes: dict[str, str] = {}
-    for test_id in sorted(expected):
-        variants = [v for k, v in claimed.items() if k.split("[", 1)[0] == test_id]
-        if not variants:
-            outcomes[test_id] = "missing"
-        elif all(v == "passed" for v in variants):
-            outcomes[test_id] = "passed"
-        elif any(v == "failed" for v in variants):
-            outcomes[test_id] = "failed"
-        else:
-            outcomes[test_id] = "skipped"
+    outcomes = tally(report["outcomes"], expected)
     if any(v == "skipped" for v in outcomes.values()):
         problems.append(("test_skipping", "expected tests were skipped"))
     passed = sum(v == "passed" for v in outcomes.values())

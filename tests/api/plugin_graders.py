@@ -28,5 +28,23 @@ class Sleepy(Grader[SleepConfig]):
         return self.scored(config.score)
 
 
+class CountConfig(GraderConfig):
+    path: str
+
+
+class Counting(Grader[CountConfig]):
+    """Scores 1 and appends the sample's id to a file: counts gradings across processes."""
+
+    name: ClassVar[str] = "counting"
+    version: ClassVar[str] = "1"
+    config_model = CountConfig
+
+    async def grade(self, sample: Sample, config: CountConfig) -> GradeResult:
+        with open(config.path, "a", encoding="utf-8") as log:
+            log.write(sample.id + "\n")
+        return self.scored(1.0)
+
+
 def register(registry: GraderRegistry) -> None:
     registry.register(Sleepy)
+    registry.register(Counting)

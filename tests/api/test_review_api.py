@@ -291,10 +291,46 @@ def test_grader_scores_are_shown_only_when_configured() -> None:
         record=json.dumps(record),
         sample='{"id": "s", "response": "r"}',
     )
-    blind = review_routes._item(claimed, show_scores=False)
-    assert blind.grading is None and blind.components == ["tests"]
+    blind = review_routes._item(claimed, None, default_show=False)
+    assert blind.grading is None and blind.components == ["tests"] and blind.blind
     assert "high_reward" not in blind.model_dump_json() and "0.9" not in blind.model_dump_json()
-    shown = review_routes._item(claimed, show_scores=True)
-    assert shown.grading is not None
+    shown = review_routes._item(claimed, None, default_show=True)
+    assert shown.grading is not None and not shown.blind
     assert shown.grading["reason"] == "high_reward_violation" and shown.grading["reward"] == 0.9
-    assert shown.grading["components"]["tests"]["violations"] == [{"type": "early_exit"}]
+    assert shown.grading["components"]["tests"]["violations"] == [
+        {"type": "early_exit", "detail": "", "line": None, "snippet": None}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("chosen", "default", "blind"), [(True, False, False), (False, True, True)]
+)
+def test_a_rubric_chooses_blind_review_over_the_server_default(
+    chosen: bool, default: bool, blind: bool
+) -> None:
+    rubric = parse_rubric(
+        "name: r\nversion: 1\ncomponents:\n"
+        "  eff: {grader: efficiency, description: Fast enough?, config: {max_turns: 10}}\n"
+        f"review: {{sample_rate: 1.0, show_scores: {str(chosen).lower()}}}\n"
+    )
+    record = {"reward": 0.9, "raw_reward": 0.9, "components": {"eff": {"score": 0.9}}}
+    claimed = ClaimedItem(
+        id=1,
+        reward_id=1,
+        sample_id="s",
+        rubric_name="r",
+        rubric_sha256=rubric.sha256,
+        inclusion_probability=1.0,
+        reason="uniform",
+        required_reviews=1,
+        label_count=0,
+        lease_token="t",
+        lease_expires_at=0.0,
+        record=json.dumps(record),
+        sample='{"id": "s", "response": "r"}',
+    )
+    item = review_routes._item(claimed, rubric, default_show=default)
+    assert item.blind is blind and (item.grading is None) is blind
+    # Guidance is the rubric's, blind or not: its description and its budget.
+    assert item.guidance["eff"].startswith("Fast enough? Pass:")
+    assert "turns at most 10" in item.guidance["eff"]

@@ -411,12 +411,27 @@ def test_pytest_suite_partial_credit(grader: UnitTestsGrader) -> None:
     }
 
 
-def test_pytest_import_failure_is_a_collection_error(grader: UnitTestsGrader) -> None:
+def test_pytest_candidate_that_does_not_load_scores_zero(grader: UnitTestsGrader) -> None:
     task = TaskSpec(
         kind="pytest",
         tests="from solution import add\n\ndef test_a():\n    assert add(1, 1) == 2\n",
     )
+    # As for a function task: the candidate's own fault, scored, with the reason.
     result = _grade(grader, "raise RuntimeError('boom')\n", task)
+    assert result.score == 0.0
+    assert result.details["failure_kind"] == "runtime_error"
+    assert "RuntimeError: boom" in result.details["load_error"]
+
+
+def test_pytest_tests_that_do_not_collect_are_a_collection_error(
+    grader: UnitTestsGrader,
+) -> None:
+    task = TaskSpec(
+        kind="pytest",
+        tests="from solution import add\nimport no_such_module\n\ndef test_a():\n    pass\n",
+    )
+    result = _grade(grader, "def add(a, b):\n    return a + b\n", task)
+    assert result.failure is not None
     assert result.failure.kind == FailureKind.COLLECTION_ERROR
 
 
@@ -433,7 +448,7 @@ def test_a_dead_slot_is_restarted_and_never_blamed_on_the_candidate(
     assert _grade(grader, "def square(x):\n    return x * x\n", SQUARE).score == 1.0
 
 
-def test_suites_get_their_own_zygote_and_functions_never_carry_pytest() -> None:
+def test_suites_run_on_the_trusted_side_and_no_sandbox_process_carries_pytest() -> None:
     pool = SandboxPool(PoolConfig(slots=1))
     grader = UnitTestsGrader(pool)
     modules = TaskSpec(
@@ -448,30 +463,32 @@ def test_suites_get_their_own_zygote_and_functions_never_carry_pytest() -> None:
         "import sys\n"
         "def heavy():\n"
         "    own = ('graders', 'graders.sandbox', 'graders.sandbox._linux',\n"
-        "           'graders.sandbox._zygote', 'graders.sandbox.codec', 'graders.sandbox.frames')\n"
+        "           'graders.sandbox._zygote', 'graders.sandbox.codec', 'graders.sandbox.frames',\n"
+        "           'graders.sandbox._remote')\n"
         "    tops = {'pytest', '_pytest', 'pluggy', 'pydantic', 'asyncio', 'graders',\n"
         "            'threading', 'queue', 'subprocess'}\n"
         "    return sorted(m for m in sys.modules if m.split('.')[0] in tops and m not in own)\n"
     )
+    # The same listing under a pytest suite: the tests run in the trusted host,
+    # so the candidate's process is a plain function run, without pytest.
     suite = TaskSpec(
         kind="pytest",
-        tests="from solution import add\n\ndef test_a():\n    assert add(1, 1) == 2\n",
+        tests="from solution import heavy\n\ndef test_a():\n    assert heavy() == []\n",
     )
     try:
         assert _grade(grader, listing, modules).score == 1.0
-        assert pool._suites == []  # no suite yet: no pytest zygote started
-        assert _grade(grader, "def add(a, b):\n    return a + b\n", suite).score == 1.0
-        (zygote,) = pool._suites
-        assert zygote.alive and zygote.uid == pool.uids.base + pool.capacity
-        # A suite zygote that dies is restarted like any other, and health tells of it.
-        assert zygote.proc is not None
-        zygote.proc.kill()
-        zygote.proc.wait()
-        assert pool.health() == "sandbox zygote(s) ['suite-0'] exited"
-        assert _grade(grader, "def add(a, b):\n    return a + b\n", suite).score == 1.0
-        assert pool.health() is None
-        assert _grade(grader, listing, modules).score == 1.0
+        assert _grade(grader, listing, suite).score == 1.0
+        assert pool._suites == []  # no suite zygote: suites no longer run in the sandbox
+        assert grader.suites.alive
+        # A trusted host that dies is started again; the suite is graded normally.
+        proc = grader.suites._proc
+        assert proc is not None
+        proc.kill()
+        proc.wait()
+        assert _grade(grader, listing, suite).score == 1.0
+        assert grader.suites.alive
     finally:
+        grader.close()
         pool.close()
 
 
@@ -564,7 +581,8 @@ def test_temporary_files_go_to_the_runs_own_directory(grader: UnitTestsGrader) -
         "    return [here, os.path.basename(os.getcwd()), open(f.name).read()]\n"
     )
     assert _grade(grader, code, task).score == 1.0
-    # A suite writes only in work/: its temporary files go there.
+    # A suite's tests run on the trusted side: their temporary files go in the
+    # suite's own directory, which goes with the suite.
     suite = TaskSpec(
         kind="pytest",
         tests=(
@@ -572,8 +590,8 @@ def test_temporary_files_go_to_the_runs_own_directory(grader: UnitTestsGrader) -
             "def test_tmp():\n"
             "    with tempfile.TemporaryFile() as f:\n"
             "        f.write(b'x')\n"
-            "    assert os.path.basename(tempfile.gettempdir()) == 'work'\n"
-            "    assert os.environ['TMPDIR'] == tempfile.gettempdir()\n"
+            "    assert os.path.basename(tempfile.gettempdir()).startswith('suite-')\n"
+            "    assert os.environ['TMPDIR'] == tempfile.gettempdir() == os.getcwd()\n"
         ),
     )
     assert _grade(grader, "x = 1\n", suite).score == 1.0

@@ -559,7 +559,8 @@ def test_suite_monkeypatching_pytest_internals(grader: UnitTestsGrader, tmp_path
 def test_suite_patching_pytest_without_naming_underscore_pytest(
     grader: UnitTestsGrader, tmp_path: Path
 ) -> None:
-    # Reach the internals through sys.modules: the static scan cannot see it, the runner can.
+    # Reach the internals through sys.modules, which the static scan cannot see:
+    # the suite runs in the trusted pytest process, so there is none to patch.
     code = (
         "import sys\n"
         "mod = sys.modules['_' + 'pytest.python']\n"
@@ -567,7 +568,7 @@ def test_suite_patching_pytest_without_naming_underscore_pytest(
     )
     result = grade(grader, code, SUITE)
     assert result.score == 0.0
-    assert ViolationType.FRAMEWORK_PATCHING in violation_types(result)
+    assert "KeyError" in result.details["load_error"]
     assert naive_pass(code, SUITE, tmp_path)  # control: pytest in the candidate's process
 
 

@@ -15,8 +15,11 @@ from tests.strictness import unavailable
 
 #: Buggy HumanEvalPack solutions that loop forever: the timeout, not the grader, bounds them.
 LOOPING_BUGGY = {"Python/10", "Python/156", "Python/160"}
-#: MBPP reference solutions known to fail their own tests (data/README.md).
-MBPP_KNOWN_FAILURES = {367, 927}
+#: MBPP reference solutions known to fail their own tests. data/README.md names
+#: 367 and 927, whose setup builds trees of the candidate's ``Node`` objects
+#: (``root.left = Node(2)``): through handles that set attributes in the
+#: sandbox, they pass.
+MBPP_KNOWN_FAILURES: set[int] = set()
 
 
 def _rows(name: str) -> list[dict[str, Any]]:

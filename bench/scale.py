@@ -1,0 +1,190 @@
+"""Scheduling and scale-out: slow candidates, the Ray executor, many small workers.
+
+Run as ``python -m bench.scale [--part 1|2|3] [--runs N]``; each part prints its
+baseline and ours, measured in the same run, and the ratio last.
+
+1. **Slow candidates.** HumanEvalPack canonical + buggy solutions cycled to
+   1,024 rollouts, tests only, ``timeout_s: 10``, the grader's default
+   configuration, one batch. Baseline: the same set without its looping items
+   (those that end in a timeout), plus the timeout. Target ratio <= 1.3.
+   ``--before`` also runs the old schedule (wall-clock limits, no long lane).
+2. **Ray executor against the local pool** on the same cores: the same
+   rollouts graded by :class:`graders.sandbox.ray_executor.RayExecutor` on a
+   one-node cluster and by the local pool; ratio (local wall / Ray wall)
+   >= 0.8, with the per-item overhead.
+3. **Many small simulated workers.** 10,000 concurrent tasks of mixed
+   durations (90% 5 ms, 10% 100 ms of simulated work) on Ray clusters of
+   growing numbers of workers: throughput against worker count, and the p50
+   latency of the fast tasks under the mix against their p50 alone.
+
+The Ray parts start their clusters inside a network namespace with only
+loopback up (``unshare --net``), so nothing listens beyond this host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from arbiter.eval_loaders import load_humanevalpack
+from graders.registry import default_registry
+from graders.sandbox import PoolConfig, SandboxPool
+from graders.types import Sample
+from graders.unit_tests import UnitTestsGrader
+from rubrics.loader import parse_rubric
+from rubrics.score import score_samples
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanevalpack_python.jsonl"
+ROLLOUTS = 1024
+TIMEOUT_S = 10.0
+
+RUBRIC = f"""
+name: tests-only
+version: 1
+components:
+  tests:
+    grader: unit_tests
+    weight: 1.0
+    config: {{timeout_s: {TIMEOUT_S:g}}}
+combine: weighted_sum
+on_missing: renormalize
+"""
+
+
+def rollouts(count: int = ROLLOUTS) -> list[Sample]:
+    """HumanEvalPack's canonical and buggy solutions, cycled to ``count`` unique rollouts."""
+    if not DATA.exists():
+        sys.exit(f"{DATA} is missing: the benchmark needs ../shared/data beside the checkout")
+    base = load_humanevalpack(DATA)
+    out = []
+    for i in range(count):
+        s = base[i % len(base)]
+        out.append(s.model_copy(update={"id": f"{s.id}#{i // len(base)}"}))
+    return out
+
+
+def _grade(samples: list[Sample], pool_config: PoolConfig | None, overrides: str = "") -> Any:
+    registry = default_registry()
+    if pool_config is not None:
+        registry.add_instance(UnitTestsGrader(SandboxPool(pool_config)))
+    rubric = parse_rubric(RUBRIC.replace("}}", f"{overrides}}}") if overrides else RUBRIC)
+    grader = registry.instance("unit_tests")
+    assert isinstance(grader, UnitTestsGrader)
+    grader.pool.start()
+    try:
+        started = time.perf_counter()
+        rewards = asyncio.run(score_samples(rubric, samples, registry=registry, normalize=False))
+        return time.perf_counter() - started, rewards
+    finally:
+        registry.close()
+
+
+def part1(runs: int, before: bool) -> None:
+    print(
+        f"== 1. {ROLLOUTS} HumanEvalPack rollouts, timeout_s {TIMEOUT_S:g}, {os.cpu_count()} cores"
+    )
+    samples = rollouts()
+    ours, clean, old, loopers = [], [], [], 0
+    for r in range(runs):
+        wall, rewards = _grade(samples, None)
+        timeouts = {
+            rw.id
+            for rw in rewards
+            if (c := rw.components["tests"]).failure is not None and c.failure.kind == "timeout"
+        }
+        loopers = len(timeouts)
+        rest = [s for s in samples if s.id not in timeouts]
+        clean_wall, _ = _grade(rest, None)
+        ours.append(wall)
+        clean.append(clean_wall)
+        line = f"run {r + 1}: ours {wall:6.1f} s  without the {loopers} loopers {clean_wall:5.1f} s"
+        if before:
+            # The old schedule: a wall-clock limit, one run per core, no long lane.
+            old_wall, _ = _grade(samples, PoolConfig(long_slots=0), ", wall_factor: 1")
+            old.append(old_wall)
+            line += f"  old schedule {old_wall:6.1f} s"
+        print(line, flush=True)
+    base = statistics.median(clean) + TIMEOUT_S
+    print(f"baseline: without loopers + timeout  {base:6.1f} s (median)")
+    if old:
+        print(f"old schedule (wall-clock, no lane)   {statistics.median(old):6.1f} s (median)")
+    print(f"ours: the whole set                  {statistics.median(ours):6.1f} s (median)")
+    print(f"ratio ours / baseline: {statistics.median(ours) / base:.2f}  (target <= 1.3)")
+
+
+def _in_netns(module: str, args: list[str]) -> dict[str, Any]:
+    """Run ``python -m module args`` in a fresh network namespace; return its JSON line."""
+    from bench.netns import netns_command
+
+    proc = subprocess.run(
+        netns_command([sys.executable, "-m", module, *args]),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        sys.exit(f"{module} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def part2(runs: int) -> None:
+    print(f"== 2. Ray executor against the local pool, {os.cpu_count()} cores")
+    walls: list[tuple[float, float]] = []
+    for r in range(runs):
+        result = _in_netns("bench.scale_ray", ["executor"])
+        walls.append((result["local_s"], result["ray_s"]))
+        items = result["items"]
+        print(
+            f"run {r + 1}: local pool {result['local_s']:6.2f} s  Ray {result['ray_s']:6.2f} s  "
+            f"({items} items, same results: {result['same']})",
+            flush=True,
+        )
+    local = statistics.median(w[0] for w in walls)
+    ray = statistics.median(w[1] for w in walls)
+    print(f"per-item overhead of Ray: {1000 * (ray - local) / items:.2f} ms (median)")
+    print(f"ratio local / Ray: {local / ray:.2f}  (target >= 0.8)")
+
+
+def part3(runs: int) -> None:
+    print("== 3. 10,000 concurrent tasks of mixed durations on many small simulated workers")
+    rows: list[dict[str, Any]] = []
+    for r in range(runs):
+        result = _in_netns("bench.scale_ray", ["workers"])
+        rows.append(result)
+        print(f"run {r + 1}: " + json.dumps(result), flush=True)
+    counts = rows[0]["workers"]
+    rates = [statistics.median(row["rate"][i] for row in rows) for i in range(len(counts))]
+    for n, rate in zip(counts, rates, strict=True):
+        linear = rate / rates[0] * counts[0] / n
+        print(f"{n:>4} workers: {rate:8.0f} tasks/s  ({linear:.2f} of linear)")
+    alone = statistics.median(row["fast_p50_alone_ms"] for row in rows)
+    mixed = statistics.median(row["fast_p50_mixed_ms"] for row in rows)
+    print(f"fast tasks' p50 alone {alone:.1f} ms, under the mix {mixed:.1f} ms")
+    print(f"ratio p50 mixed / alone: {mixed / alone:.2f}  (target <= 2)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--part", type=int, choices=(1, 2, 3), action="append")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--before", action="store_true", help="part 1: also the old schedule")
+    args = parser.parse_args()
+    parts = args.part or [1, 2, 3]
+    if 1 in parts:
+        part1(args.runs, args.before)
+    if 2 in parts:
+        part2(args.runs)
+    if 3 in parts:
+        part3(args.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,395 @@
+"""A grading executor on a Ray cluster: sandbox pools and static analyzers as Ray actors.
+
+Each :class:`GraderActor` holds the built-in graders and a sandbox pool sized
+by the CPUs Ray gave it (its fast lane; the long lane beside it as in
+:class:`~graders.sandbox.pool.SandboxPool`). The driver side,
+:class:`RayExecutor`, keeps the queue: jobs wait in one queue per tenant and
+are dispatched round-robin across tenants to the least-loaded live actor, at
+most ``concurrency`` jobs per actor, so one API key or rubric cannot take the
+whole cluster. The queue is bounded: :meth:`RayExecutor.room` is what the API
+checks before admitting a batch (a full cluster answers 429 with Retry-After).
+
+Failures of the cluster are not the candidate's. When an actor dies (killed,
+out of memory, its node gone), the jobs it had in flight never produced a
+result; each is queued again, first in line, for another actor, up to
+``max_attempts`` in all, and then comes back as a typed ``sandbox_error``. A job
+resolves exactly once: a result that arrived is never graded again, so no
+sample is lost and none counts twice. A replacement actor is started for each
+dead one and joins once it answers. Retries, deaths and where each job ran
+are counted in :meth:`RayExecutor.stats`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graders.base import GraderConfig
+from graders.executor import GradingExecutor, current_tenant
+from graders.types import FailureKind, GradeResult, Sample
+
+__all__ = ["GraderActor", "RayExecutor"]
+
+logger = logging.getLogger(__name__)
+
+# Ray reports usage to its authors unless told not to; nothing here phones home.
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import ray  # noqa: E402 - after the usage-stats switch, which Ray reads on import
+from ray.exceptions import ActorUnschedulableError, NodeDiedError, RayActorError  # noqa: E402
+
+_PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
+#: Errors that mean "the actor (or its node) is gone", never "the grader said so".
+_LOST = (RayActorError, NodeDiedError, ActorUnschedulableError)
+
+
+class GraderActor:
+    """The built-in graders on one Ray worker, with a sandbox pool of ``slots`` fast places."""
+
+    def __init__(self, slots: int, long_slots: int | None) -> None:
+        from graders.registry import default_registry
+        from graders.sandbox import PoolConfig, SandboxPool
+        from graders.unit_tests import UnitTestsGrader
+
+        self.registry = default_registry()
+        pool = SandboxPool(PoolConfig(slots=slots, long_slots=long_slots))
+        pool.start()
+        self.registry.add_instance(UnitTestsGrader(pool))
+        self.node = str(ray.get_runtime_context().get_node_id())
+
+    async def ready(self) -> str:
+        """Return the id of the node this actor runs on."""
+        return self.node
+
+    async def grade(
+        self, grader: str, sample: Sample, config: GraderConfig
+    ) -> tuple[GradeResult, str]:
+        """Grade one sample; return the result and this actor's node id."""
+        return await self.registry.instance(grader).grade(sample, config), self.node
+
+    async def close(self) -> None:
+        """Stop the graders' pools."""
+        self.registry.close()
+
+
+@dataclass
+class _Job:
+    grader: str
+    sample: Sample
+    config: GraderConfig
+    tenant: str
+    future: asyncio.Future[GradeResult]
+    attempts: int = 0
+
+
+@dataclass
+class _Worker:
+    handle: Any
+    node: str
+    in_flight: int = 0
+    alive: bool = True
+    refs: set[Any] = field(default_factory=set)
+
+
+class RayExecutor(GradingExecutor):
+    """Grade on Ray actors; see the module docstring for scheduling and failures.
+
+    Args:
+        address: the cluster (``ray://`` or ``host:port``); ``None`` joins the
+            cluster this process is already connected to, or starts a local one.
+        actors: how many grader actors (default: one per ``cpus_per_actor`` CPUs
+            in the cluster).
+        cpus_per_actor: Ray CPUs each actor claims; also its sandbox's fast places.
+        long_slots: each actor's long-lane places (default: the pool's own).
+        resources: per actor, extra Ray resources it needs (pins actors to nodes
+            that offer them); default: spread over the nodes.
+        max_queue: jobs queued or in flight beyond which :meth:`room` is 0.
+        max_attempts: tries per job when actors die under it.
+        concurrency: jobs in flight per actor (default: its sandbox capacity).
+        start_timeout_s: how long a (replacement) actor may take to answer.
+    """
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        actors: int | None = None,
+        cpus_per_actor: int = 1,
+        long_slots: int | None = None,
+        resources: Sequence[dict[str, float]] | None = None,
+        max_queue: int = 16384,
+        max_attempts: int = 3,
+        concurrency: int | None = None,
+        start_timeout_s: float = 120.0,
+    ) -> None:
+        if cpus_per_actor < 1 or max_attempts < 1 or max_queue < 1:
+            raise ValueError("cpus_per_actor, max_attempts and max_queue must be at least 1")
+        self.address = address
+        self.cpus_per_actor = cpus_per_actor
+        self.long_slots = long_slots
+        self.max_queue = max_queue
+        self.max_attempts = max_attempts
+        self.start_timeout_s = start_timeout_s
+        from graders.sandbox.pool import LONG_LANE_PER_SLOT
+
+        lane = LONG_LANE_PER_SLOT * cpus_per_actor if long_slots is None else long_slots
+        self.concurrency = concurrency or (cpus_per_actor + lane)
+        self._wanted = actors
+        self._resources = list(resources) if resources is not None else None
+        self._workers: list[_Worker] = []
+        self._starting = 0
+        self._queues: collections.OrderedDict[str, collections.deque[_Job]] = (
+            collections.OrderedDict()
+        )
+        self._queued = 0
+        self._in_flight = 0
+        self._started = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stats: collections.Counter[str] = collections.Counter()
+        self._by_node: collections.Counter[str] = collections.Counter()
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect to the cluster and start the actors (idempotent; blocks until they answer)."""
+        if self._started:
+            return
+        if not ray.is_initialized():
+            pythonpath = os.pathsep.join(
+                p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
+            )
+            ray.init(
+                address=self.address,
+                namespace="arbiter",
+                log_to_driver=False,
+                runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+            )
+        if self._resources is not None:
+            wanted = self._resources
+        else:
+            cpus = ray.cluster_resources().get("CPU", 1)  # type: ignore[no-untyped-call]
+            count = self._wanted or max(1, int(cpus) // self.cpus_per_actor)
+            wanted = [{} for _ in range(count)]
+        handles = [self._spawn(extra) for extra in wanted]
+        nodes = ray.get([h.ready.remote() for h in handles], timeout=self.start_timeout_s)
+        self._workers = [_Worker(handle, node) for handle, node in zip(handles, nodes, strict=True)]
+        self._started = True
+
+    def _spawn(self, extra: dict[str, float]) -> Any:
+        options: dict[str, Any] = {
+            "num_cpus": self.cpus_per_actor,
+            "max_concurrency": self.concurrency,
+            # A dead actor is replaced by this executor, not restarted by Ray: a
+            # restart would retry calls the executor already counts as lost.
+            "max_restarts": 0,
+        }
+        if extra:
+            options["resources"] = dict(extra)
+        else:
+            options["scheduling_strategy"] = "SPREAD"
+        remote = ray.remote(GraderActor)
+        return remote.options(**options).remote(self.cpus_per_actor, self.long_slots)
+
+    def close(self) -> None:
+        """Stop the actors (their sandbox pools die with them)."""
+        for worker in self._workers:
+            with contextlib.suppress(Exception):  # already dead is fine
+                ray.kill(worker.handle)
+        self._workers = []
+        self._started = False
+
+    # -- what the service sees -----------------------------------------------------
+
+    def room(self) -> int:
+        """Return how many more jobs may be queued before the cluster is full."""
+        return max(0, self.max_queue - self._queued - self._in_flight)
+
+    async def readiness(self) -> str | None:
+        """Report a cluster with no live grader actor."""
+        if self._started and not any(w.alive for w in self._workers) and not self._starting:
+            return "no live grader actor on the Ray cluster"
+        return None
+
+    def stats(self) -> dict[str, Any]:
+        """Counters: jobs done, retried, failed after retries, actor deaths, jobs per node."""
+        return {
+            **self._stats,
+            "queued": self._queued,
+            "in_flight": self._in_flight,
+            "live_actors": sum(w.alive for w in self._workers),
+            "by_node": dict(self._by_node),
+        }
+
+    def actors(self) -> list[tuple[Any, str]]:
+        """Return the live actors' handles and node ids (for operators and tests)."""
+        return [(w.handle, w.node) for w in self._workers if w.alive]
+
+    # -- grading -------------------------------------------------------------------
+
+    async def grade(self, grader: str, sample: Sample, config: GraderConfig) -> GradeResult:
+        """Queue one job under the current tenant and wait for its one result."""
+        if not self._started:
+            await asyncio.to_thread(self.start)
+        future: asyncio.Future[GradeResult] = asyncio.get_running_loop().create_future()
+        self._enqueue(_Job(grader, sample, config, current_tenant(), future))
+        self._pump()
+        return await future
+
+    def _enqueue(self, job: _Job, *, first: bool = False) -> None:
+        queue = self._queues.get(job.tenant)
+        if queue is None:
+            queue = self._queues[job.tenant] = collections.deque()
+        if first:
+            queue.appendleft(job)
+        else:
+            queue.append(job)
+        self._queued += 1
+
+    def _next_job(self) -> _Job | None:
+        """Take the next job round-robin across tenants, skipping jobs whose caller gave up."""
+        while self._queues:
+            tenant, queue = next(iter(self._queues.items()))
+            job = queue.popleft()
+            self._queued -= 1
+            if queue:
+                self._queues.move_to_end(tenant)
+            else:
+                del self._queues[tenant]
+            if not job.future.done():
+                return job
+        return None
+
+    def _pump(self) -> None:
+        """Dispatch queued jobs while some live actor has room."""
+        while self._queued:
+            live = [w for w in self._workers if w.alive and w.in_flight < self.concurrency]
+            if not live:
+                if not any(w.alive for w in self._workers) and not self._starting:
+                    self._fail_queued("no live grader actor on the Ray cluster")
+                return
+            job = self._next_job()
+            if job is None:
+                return
+            worker = min(live, key=lambda w: w.in_flight)
+            # Counted now, not when the task first runs: the next pass must see it.
+            worker.in_flight += 1
+            self._in_flight += 1
+            self._launch(self._run(worker, job))
+
+    def _launch(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, worker: _Worker, job: _Job) -> None:
+        job.attempts += 1
+        ref = worker.handle.grade.remote(job.grader, job.sample, job.config)
+        worker.refs.add(ref)
+        try:
+            result, node = await _racing(ref, job.future)
+        except _LOST as e:
+            self._lost(worker, job, e)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
+            raise
+        except _GaveUp:
+            with contextlib.suppress(Exception):
+                ray.cancel(ref)
+        except Exception as e:  # the grader raised on the actor: as it would locally
+            if not job.future.done():
+                job.future.set_exception(e)
+        else:
+            self._stats["done"] += 1
+            self._by_node[node] += 1
+            if not job.future.done():
+                job.future.set_result(result)
+        finally:
+            worker.refs.discard(ref)
+            worker.in_flight -= 1
+            self._in_flight -= 1
+            self._pump()
+
+    def _lost(self, worker: _Worker, job: _Job, error: Exception) -> None:
+        """An actor died under ``job``: retry it elsewhere, or fail it typed."""
+        if worker.alive:
+            worker.alive = False
+            self._stats["actor_deaths"] += 1
+            logger.warning("grader actor on node %s died: %s", worker.node, error)
+            self._replace(worker)
+        if job.future.done():
+            return
+        if job.attempts < self.max_attempts:
+            self._stats["retried"] += 1
+            logger.warning(
+                "retrying sample %s (%s) after attempt %d: its actor died",
+                job.sample.id,
+                job.grader,
+                job.attempts,
+            )
+            self._enqueue(job, first=True)
+            return
+        self._stats["failed"] += 1
+        job.future.set_result(
+            GradeResult.failed(
+                job.grader,
+                FailureKind.SANDBOX_ERROR,
+                f"the grader actor died under this sample {job.attempts} time(s): {error}",
+                retryable=True,
+            )
+        )
+
+    def _replace(self, dead: _Worker) -> None:
+        """Start a stand-in for a dead actor; it joins once it answers."""
+        self._starting += 1
+        # Unpinned: the dead actor's node may be gone; the stand-in goes where there is room.
+        handle = self._spawn({})
+
+        async def join() -> None:
+            try:
+                node = await asyncio.wait_for(handle.ready.remote(), self.start_timeout_s)
+            except (TimeoutError, *_LOST) as e:
+                logger.warning("a replacement grader actor did not start: %s", e)
+                with contextlib.suppress(Exception):
+                    ray.kill(handle)
+            else:
+                self._workers.append(_Worker(handle, str(node)))
+                self._stats["replaced"] += 1
+            finally:
+                self._starting -= 1
+                self._workers = [w for w in self._workers if w.alive or w.in_flight]
+                self._pump()
+
+        self._launch(join())
+
+    def _fail_queued(self, message: str) -> None:
+        while (job := self._next_job()) is not None:
+            self._stats["failed"] += 1
+            job.future.set_result(
+                GradeResult.failed(job.grader, FailureKind.SANDBOX_ERROR, message, retryable=True)
+            )
+
+
+class _GaveUp(Exception):
+    """The caller stopped waiting (its deadline passed) before the actor answered."""
+
+
+async def _racing(ref: Any, caller: asyncio.Future[GradeResult]) -> tuple[GradeResult, str]:
+    """Await the actor's answer, or raise :class:`_GaveUp` once the caller's future is done."""
+    answer = asyncio.ensure_future(ref)
+    gave_up = asyncio.ensure_future(asyncio.shield(caller))
+    try:
+        done, _ = await asyncio.wait({answer, gave_up}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gave_up.cancel()
+    if answer in done:
+        return answer.result()  # type: ignore[no-any-return]
+    answer.cancel()
+    raise _GaveUp

@@ -1,0 +1,269 @@
+"""The trusted pytest process: runs a task's test files against a proxy of the candidate's module.
+
+Started by :mod:`graders.sandbox.suite_host` as a clean interpreter (empty
+environment, never a fork of the service), it imports pytest, warms it up, and
+forks one child per suite. The child never runs candidate code: the module the
+tests import under the candidate's name is built here, and every global in it
+is data decoded from the sandbox or a :class:`~graders.sandbox.proxy.RemoteObject`
+handle into the confined child that loaded the candidate. So every value that
+reaches an assert is an exact builtin value (or a handle that equals only
+itself), every comparison is made by this process, and the report it writes
+on its descriptor is a verdict, not a claim.
+
+What runs where: test collection, fixtures (``tmp_path``, ``monkeypatch``,
+``capsys`` included), ``parametrize``, test classes, ``pytest.raises`` and
+``approx`` all run here; only the candidate's own functions and methods run in
+the sandbox, one request at a time.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import traceback
+import types
+from typing import Any
+
+import pytest
+
+from graders.sandbox import _linux as kernel
+from graders.sandbox._pytest_runner import FLAGS, Collector
+from graders.sandbox.frames import recv_frame_with_fds, send_frame
+from graders.sandbox.proxy import (
+    CandidateError,
+    Channel,
+    ChannelBroken,
+    LoadResult,
+    Uncrossable,
+    candidate_exception_class,
+)
+
+_CONTROL_MAX_BYTES = 64 << 20
+_BROKEN = ("timeout", "exited", "garbled", "output_limit")
+
+
+class CandidateModule(types.ModuleType):
+    """The candidate's module as the tests see it: data and handles, nothing of its code."""
+
+    __all__: list[str]
+
+
+def candidate_module(name: str, channel: Channel, load: LoadResult) -> CandidateModule:
+    """Build the stand-in for the candidate's module from what loading it reported.
+
+    Functions and classes become handles (calls go to the sandbox); other
+    globals are fetched once, as data; the candidate's exception classes become
+    classes made here that derive from the same builtin exception, so that
+    ``pytest.raises(solution.Invalid)`` catches what the candidate raises.
+    Modules the candidate imported are left out: the tests import their own.
+    """
+    module = CandidateModule(name)
+    module.__file__ = f"<the candidate's {name}.py, in the sandbox>"
+    exported = []
+    for global_name, kind in load.names.items():
+        # The list comes from the candidate's process: a name that is not a plain
+        # identifier, or a dunder (``__class__``, ``__getattr__``), is not set here.
+        if kind.startswith("module:") or not global_name.isidentifier():
+            continue
+        if global_name.startswith("__"):
+            continue
+        if kind.startswith("exception:"):
+            found = getattr(builtins, kind.removeprefix("exception:"), None)
+            if not (isinstance(found, type) and issubclass(found, Exception)):
+                found = Exception
+            cls = candidate_exception_class(found, global_name)
+            channel.exceptions[global_name] = cls
+            setattr(module, global_name, cls)
+        else:
+            setattr(module, global_name, channel.do("global", None, name=global_name))
+        exported.append(global_name)
+    module.__all__ = [n for n in exported if not n.startswith("_")]
+    return module
+
+
+class _LoadFailed:
+    """The stand-in module when the candidate did not load: every attribute read fails."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def __call__(self, attribute: str) -> Any:
+        raise ImportError(f"the candidate's module did not load: {self.message}")
+
+
+class ChannelGuard:
+    """Fails a test during which the channel broke or refused a value, even if it caught that.
+
+    ``ChannelBroken`` and ``Uncrossable`` are BaseExceptions, so ``except
+    Exception`` lets them through; a bare ``except:`` in a test would not, and
+    this makes that test fail all the same.
+    """
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.tainted: dict[str, str] = {}
+
+    def _watch(self, item: Any) -> Any:
+        before = len(self.channel.events)
+        try:
+            return (yield)
+        finally:
+            if len(self.channel.events) > before:
+                self.tainted[str(item.nodeid)] = self.channel.events[-1]
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: Any) -> Any:
+        """Watch the test's fixtures (they may call the candidate)."""
+        return (yield from self._watch(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: Any) -> Any:
+        """Watch the test itself."""
+        return (yield from self._watch(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+        report = yield
+        nodeid = str(item.nodeid)
+        if call.when == "call" and nodeid in self.tainted and report.passed:
+            report.outcome = "failed"
+            report.longrepr = f"the test swallowed a sandbox failure: {self.tainted[nodeid]}"
+        return report
+
+
+def _load(channel: Channel) -> tuple[LoadResult | None, str]:
+    try:
+        load = channel.load()
+    except ChannelBroken as e:
+        return None, f"{e.reason}: {e.detail}"
+    if not load.ok:
+        return None, f"{load.error_type}: {load.error_message}"
+    return load, ""
+
+
+def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int) -> None:
+    """Run one suite (in a forked child) and write its one-line report to ``report_fd``."""
+    root = tempfile.mkdtemp(prefix="suite-")
+    tests_dir = os.path.join(root, "tests")
+    os.mkdir(tests_dir)
+    for path, text in request["sources"].items():
+        with open(os.path.join(tests_dir, path), "w", encoding="utf-8") as f:
+            f.write(text)
+    # The tests' own temporary files go under the suite's directory, removed with it.
+    os.environ["TMPDIR"] = root
+    tempfile.tempdir = root
+    os.chdir(root)
+    out = os.open(os.path.join(root, "output"), os.O_RDWR | os.O_CREAT, 0o600)
+    os.dup2(out, 1)
+    os.dup2(out, 2)
+    channel = Channel(
+        socket.socket(fileno=chan_fd), float(request["deadline"]), max_bytes=request["max_bytes"]
+    )
+    report: dict[str, Any] = {"load_error": "", "status": None}
+    try:
+        load, report["load_error"] = _load(channel)
+        name = str(request["module"])
+        if load is None:
+            failed = types.ModuleType(name)
+            failed.__getattr__ = _LoadFailed(report["load_error"])  # type: ignore[method-assign]
+            sys.modules[name] = failed
+        else:
+            sys.modules[name] = candidate_module(name, channel, load)
+        collector, guard = Collector(), ChannelGuard(channel)
+        sys.dont_write_bytecode = True
+        args = [*FLAGS, "--rootdir", tests_dir, "--confcutdir", tests_dir, tests_dir]
+        report["status"] = int(pytest.main(args, plugins=[collector, guard]))
+        report.update(
+            outcomes=collector.outcomes,
+            collected=collector.collected,
+            collect_errors=collector.collect_errors,
+        )
+    except (ChannelBroken, Uncrossable, CandidateError):
+        # Building the module met a dead or garbled run: every test fails below.
+        report["error"] = traceback.format_exc(limit=3)[-2000:]
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    channel.check_quiet()
+    report["broken"] = channel.broken.reason if channel.broken is not None else None
+    report["broken_detail"] = channel.broken.detail[:500] if channel.broken is not None else ""
+    report["events"] = channel.events[:50]
+    report["flags"] = channel.flags[:20]
+    with contextlib.suppress(OSError):
+        size = os.fstat(out).st_size
+        report["output_tail"] = os.pread(out, 2000, max(0, size - 2000)).decode(errors="replace")
+    os.write(report_fd, (json.dumps(report) + "\n").encode())
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _warm_up() -> None:
+    """Run one trivial session so that pytest's lazy imports happen once, in the host."""
+    root = tempfile.mkdtemp(prefix="warm-")
+    try:
+        with open(os.path.join(root, "test_warm_up.py"), "w") as f:
+            f.write("import pytest\n\n@pytest.mark.parametrize('x', [1])\n")
+            f.write("def test_warm_up(x, tmp_path):\n    assert x == pytest.approx(1.0)\n")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        saved = os.dup(1)
+        os.dup2(devnull, 1)
+        try:
+            pytest.main([*FLAGS, "--rootdir", root, "--confcutdir", root, root])
+        finally:
+            # Its output is still in sys.stdout's buffer: out with it before fd 1 is back.
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        for name in list(sys.modules):
+            if name.startswith("test_warm_up"):
+                del sys.modules[name]
+
+
+def main() -> None:
+    """Serve suites on the control socket whose fd is ``sys.argv[1]``: one fork per suite."""
+    kernel.set_pdeathsig(signal.SIGKILL)
+    ctrl = socket.socket(fileno=int(sys.argv[1]))
+    _warm_up()
+    # Children are reaped by the kernel: the host answers with a pid and forgets it.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    send_frame(ctrl, {"op": "ready", "pid": os.getpid()})
+    while True:
+        try:
+            request, fds = recv_frame_with_fds(ctrl, max_bytes=_CONTROL_MAX_BYTES)
+        except EOFError:
+            break
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            send_frame(ctrl, {"op": "refused", "detail": "a suite needs two descriptors"})
+            continue
+        pid = os.fork()
+        if pid == 0:
+            status = 0
+            try:
+                ctrl.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                kernel.set_pdeathsig(signal.SIGKILL)
+                run_suite(request, fds[0], fds[1])
+            except BaseException:
+                status = 70
+                with contextlib.suppress(BaseException):
+                    traceback.print_exc()
+            os._exit(status)
+        for fd in fds:
+            os.close(fd)
+        send_frame(ctrl, {"op": "started", "pid": pid})
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""The trusted side of pytest-kind tasks: a warmed pytest process that forks one child per suite.
+
+The candidate's module is loaded in a confined child of the sandbox pool, as for
+function tasks; its channel's descriptor is handed to a child of the suite host
+(:mod:`graders.sandbox._suite_server`), which runs the task's test files against a
+proxy of that module and writes the verdict on a pipe this side reads. The host
+is a fresh interpreter started with an empty environment (never a fork of the
+service, which holds secrets) and it never runs candidate code, so what it
+reports is the verdict itself. A suite that runs past its deadline is killed.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from graders.sandbox.frames import recv_frame, send_frame
+from graders.sandbox.pool import REPORT_GRACE_S, SandboxError
+
+__all__ = ["SuiteHost", "SuiteReport"]
+
+_START_TIMEOUT_S = 60.0
+#: How long past the run's deadline a suite may take to write its report.
+SUITE_GRACE_S = REPORT_GRACE_S / 5
+_CONTROL_MAX_BYTES = 64 << 20
+#: A suite's report: outcomes, evidence and a 2 KB output tail.
+_MAX_REPORT_BYTES = 4 << 20
+_HOST_BOOT = f"""
+import sys, types
+for name, path in (("graders", {str(Path(__file__).resolve().parents[1])!r}),
+                   ("graders.sandbox", {str(Path(__file__).resolve().parent)!r})):
+    package = types.ModuleType(name)
+    package.__path__ = [path]
+    sys.modules[name] = package
+from graders.sandbox import _suite_server
+_suite_server.main()
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class SuiteReport:
+    """What the trusted pytest process concluded (a verdict: no candidate code ran there)."""
+
+    #: Node id (with parameters) → ``passed``, ``failed`` or ``skipped``.
+    outcomes: dict[str, str]
+    #: pytest's exit status; None when the suite never finished (killed at its deadline).
+    status: int | None
+    collect_errors: list[str] = field(default_factory=list)
+    #: Why the candidate's module did not load ("" when it did).
+    load_error: str = ""
+    #: How the channel to the candidate broke (timeout, exited, garbled, output_limit), if it did.
+    broken: str | None = None
+    broken_detail: str = ""
+    events: list[str] = field(default_factory=list)
+    #: Evidence of values built to deceive a comparison (see graders.sandbox._remote).
+    flags: list[str] = field(default_factory=list)
+    output_tail: str = ""
+    timed_out: bool = False
+
+    @classmethod
+    def parse(cls, raw: bytes, *, timed_out: bool) -> SuiteReport:
+        """Read the suite child's report; an empty one (killed, crashed) has no outcomes."""
+        if not raw:
+            return cls({}, None, timed_out=timed_out)
+        try:
+            data = json.loads(raw)
+        except ValueError as e:
+            raise SandboxError(f"the trusted suite process wrote a malformed report: {e}") from e
+        return cls(
+            outcomes={str(k): str(v) for k, v in dict(data.get("outcomes") or {}).items()},
+            status=data.get("status"),
+            collect_errors=[str(e) for e in data.get("collect_errors") or []],
+            load_error=str(data.get("load_error") or ""),
+            broken=data.get("broken"),
+            broken_detail=str(data.get("broken_detail") or ""),
+            events=[str(e) for e in data.get("events") or []],
+            flags=[str(f) for f in data.get("flags") or []],
+            output_tail=str(data.get("output_tail") or data.get("error") or ""),
+            timed_out=timed_out,
+        )
+
+
+class SuiteHost:
+    """One trusted pytest host process; thread-safe, started on first use, restarted if it dies."""
+
+    _shared: ClassVar[SuiteHost | None] = None
+    _shared_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    @classmethod
+    def shared(cls) -> SuiteHost:
+        """Return the process-wide host (stopped at exit; it dies with this process anyway)."""
+        with cls._shared_lock:
+            if cls._shared is None:
+                cls._shared = cls()
+                atexit.register(cls._shared.close)
+            return cls._shared
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._ctrl: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._scratch = ""
+
+    def _start(self) -> None:
+        self._stop()
+        self._scratch = tempfile.mkdtemp(prefix="arbiter-suites-")
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        env = {
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONNOUSERSITE": "1",
+            "LANG": "C.UTF-8",
+            "HOME": self._scratch,
+            "TMPDIR": self._scratch,
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        }
+        log = open(os.path.join(self._scratch, "host.log"), "wb")  # noqa: SIM115 - closed below
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-s", "-c", _HOST_BOOT, str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=env,
+                cwd=self._scratch,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
+        finally:
+            theirs.close()
+            log.close()
+        self._ctrl = ours
+        try:
+            ready = recv_frame(
+                ours, max_bytes=_CONTROL_MAX_BYTES, deadline=time.monotonic() + _START_TIMEOUT_S
+            )
+        except (OSError, EOFError, ValueError) as e:
+            self._stop()
+            raise SandboxError(f"the trusted pytest host did not start: {e}") from e
+        if ready.get("op") != "ready":
+            self._stop()
+            raise SandboxError(f"the trusted pytest host said {ready!r} on start")
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+        if self._ctrl is not None:
+            self._ctrl.close()
+            self._ctrl = None
+        if self._scratch:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = ""
+
+    def close(self) -> None:
+        """Stop the host (its suites die with it)."""
+        with self._lock:
+            self._stop()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the host process is running."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def _begin(self, request: dict[str, Any], fds: list[int]) -> int:
+        with self._lock:
+            if not self.alive:
+                self._start()
+            assert self._ctrl is not None
+            try:
+                send_frame(self._ctrl, request, fds)
+                answer = recv_frame(
+                    self._ctrl,
+                    max_bytes=_CONTROL_MAX_BYTES,
+                    deadline=time.monotonic() + _START_TIMEOUT_S,
+                )
+            except (OSError, EOFError, ValueError) as e:
+                self._stop()
+                raise SandboxError(f"the trusted pytest host failed: {e}") from e
+        if answer.get("op") != "started" or type(answer.get("pid")) is not int:
+            raise SandboxError(f"the trusted pytest host refused a suite: {answer!r}")
+        return int(answer["pid"])
+
+    def run(
+        self,
+        sources: dict[str, str],
+        module: str,
+        channel: socket.socket,
+        deadline: float,
+        *,
+        max_bytes: int,
+    ) -> SuiteReport:
+        """Run ``sources`` (file name → text) against the candidate loaded behind ``channel``.
+
+        ``deadline`` (``time.monotonic()``) bounds every wait on the candidate;
+        the suite itself is killed ``SUITE_GRACE_S`` after it, well inside the
+        grace the sandbox's own report has (``REPORT_GRACE_S``).
+        """
+        read_end, write_end = os.pipe()
+        try:
+            request = {
+                "op": "run",
+                "sources": sources,
+                "module": module,
+                "deadline": deadline,
+                "max_bytes": max_bytes,
+            }
+            try:
+                pid = self._begin(request, [channel.fileno(), write_end])
+            finally:
+                os.close(write_end)
+            raw, complete = _read_until_eof(read_end, deadline + SUITE_GRACE_S)
+            if not complete:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        finally:
+            os.close(read_end)
+        return SuiteReport.parse(raw if complete else b"", timed_out=not complete)
+
+
+def _read_until_eof(fd: int, deadline: float) -> tuple[bytes, bool]:
+    """Read ``fd`` to its end; return what came and whether the end came before ``deadline``."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return b"".join(chunks), False
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks), True
+        size += len(chunk)
+        if size > _MAX_REPORT_BYTES:
+            raise SandboxError("the trusted suite process wrote an oversized report")
+        chunks.append(chunk)

@@ -1,0 +1,185 @@
+"""A multi-node Ray cluster scenario for the executor tests; prints one JSON line.
+
+Run by ``tests/graders/test_ray_executor.py`` as ``python -m tests.graders.ray_scenario``
+inside a network namespace with only loopback up (see ``bench.netns``): a head
+and a second node, each with its own raylet, on this machine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any
+
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+from ray.cluster_utils import Cluster
+
+from graders.executor import RemoteGrader, tenant
+from graders.ray_executor import RayExecutor
+from graders.registry import default_registry
+from graders.types import Sample, TaskSpec
+from graders.unit_tests import UnitTestsConfig
+
+TESTS = "assert f(2) == 4\nassert f(3) == 9\n"
+TASK = TaskSpec(kind="python_function", tests=TESTS, entry_point="f")
+# Answers that take a while (a second of wall time, no CPU), so a batch is in
+# flight on every actor when one is killed.
+SLOW = "import time\ndef f(x):\n    time.sleep(0.5)\n    return x * x\n"
+CODES = {
+    "right": "def f(x):\n    return x * x\n",
+    "wrong": "def f(x):\n    return x + x\n",
+    "half": "def f(x):\n    return 4 if x == 2 else 0\n",
+    "syntax": "def f(x) return x\n",
+    "raises": "def f(x):\n    raise ValueError(x)\n",
+    "insecure": (
+        "import subprocess\ndef f(x):\n    subprocess.call('true', shell=True)\n    return x * x\n"
+    ),
+}
+
+
+def sample(name: str, code: str) -> Sample:
+    return Sample(id=name, response=f"```python\n{code}\n```", task=TASK)
+
+
+def summary(result: Any) -> list[Any]:
+    """What must agree between the local pool and the cluster (not latencies or pids)."""
+    d = result.details
+    return [
+        result.grader,
+        result.score,
+        result.failure.kind.value if result.failure else None,
+        d.get("passed"),
+        d.get("total"),
+        sorted(v.type.value for v in result.violations),
+    ]
+
+
+async def same_as_local(executor: RayExecutor) -> dict[str, Any]:
+    registry = default_registry()
+    out: dict[str, Any] = {}
+    try:
+        for grader in ("unit_tests", "bandit", "radon"):
+            local = registry.instance(grader)
+            remote = RemoteGrader.for_grader(type(local), executor)
+            config = registry.get(grader).config_model()
+            samples = [sample(name, code) for name, code in CODES.items()]
+            here = await asyncio.gather(*(local.grade(s, config) for s in samples))
+            there = await asyncio.gather(*(remote.grade(s, config) for s in samples))
+            for s, a, b in zip(samples, here, there, strict=True):
+                out[f"{grader}/{s.id}"] = {"local": summary(a), "ray": summary(b)}
+    finally:
+        registry.close()
+    return out
+
+
+async def batch_with_fault(executor: RayExecutor, fault: Any, size: int) -> dict[str, Any]:
+    """Grade ``size`` slow samples; once the first answer is in, call ``fault``."""
+    config = UnitTestsConfig(timeout_s=5)
+    before = dict(executor.stats())
+    tasks = [
+        asyncio.ensure_future(executor.grade("unit_tests", sample(f"s{i}", SLOW), config))
+        for i in range(size)
+    ]
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    in_flight = executor.stats()["in_flight"]
+    victims = fault()
+    results = await asyncio.gather(*tasks)
+    after = executor.stats()
+    return {
+        "in_flight_at_fault": in_flight,
+        "victims_in_flight": victims,
+        "answered": len(results),
+        "scores": [r.score for r in results],
+        "failures": [r.failure.kind.value if r.failure else None for r in results],
+        "done": after.get("done", 0) - before.get("done", 0),
+        "retried": after.get("retried", 0) - before.get("retried", 0),
+        "failed": after.get("failed", 0) - before.get("failed", 0),
+        "deaths": after.get("actor_deaths", 0) - before.get("actor_deaths", 0),
+    }
+
+
+async def fairness(executor: RayExecutor) -> list[str]:
+    """A big tenant queues 30 jobs, then a small one 3: round-robin serves the small one early."""
+    config = UnitTestsConfig(timeout_s=5)
+    order: list[str] = []
+
+    async def one(who: str, i: int) -> None:
+        with tenant(who):
+            await executor.grade("unit_tests", sample(f"{who}{i}", SLOW), config)
+        order.append(who)
+
+    # Tasks start in the order they were made: the big tenant's jobs queue first.
+    big = [asyncio.ensure_future(one("big", i)) for i in range(30)]
+    small = [asyncio.ensure_future(one("small", i)) for i in range(3)]
+    await asyncio.gather(*big, *small)
+    return order
+
+
+def main() -> None:
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 2,
+            "resources": {"head": 4},
+            # 6379 is Redis's on these machines (outside this namespace, but keep clear).
+            "gcs_server_port": 6391,
+            "include_dashboard": False,
+            # A node that stops answering is declared dead after ~3 s, not Ray's ~30 s:
+            # the node-kill stage waits on that detection.
+            "_system_config": {"health_check_period_ms": 500, "health_check_failure_threshold": 6},
+        },
+    )
+    second = cluster.add_node(num_cpus=2, resources={"second": 4})
+    result: dict[str, Any] = {"nodes": 2}
+    executor = RayExecutor(
+        cluster.address,
+        cpus_per_actor=1,
+        long_slots=2,
+        resources=[{"head": 1}, {"head": 1}, {"second": 1}, {"second": 1}],
+        concurrency=3,
+    )
+    try:
+        executor.start()
+        result["actor_nodes"] = sorted({node for _, node in executor.actors()})
+        loop = asyncio.new_event_loop()
+        run = loop.run_until_complete
+        result["same"] = run(same_as_local(executor))
+        result["by_node_after_same"] = dict(executor.stats()["by_node"])
+
+        def kill_one_actor() -> int:
+            import ray
+
+            worker = max(executor._workers, key=lambda w: w.in_flight)
+            ray.kill(worker.handle, no_restart=True)
+            return worker.in_flight
+
+        result["actor_kill"] = run(batch_with_fault(executor, kill_one_actor, 24))
+
+        def kill_second_node() -> int:
+            on_second = [w for w in executor._workers if w.alive and w.node == second.node_id]
+            cluster.remove_node(second, allow_graceful=False)
+            return sum(w.in_flight for w in on_second)
+
+        result["node_kill"] = run(batch_with_fault(executor, kill_second_node, 24))
+        result["live_after_node_kill"] = executor.stats()["live_actors"]
+        executor.max_attempts = 1
+        result["no_retries_left"] = run(batch_with_fault(executor, kill_one_actor, 12))
+        executor.max_attempts = 3
+        executor.concurrency = 1
+        result["fair_order"] = run(fairness(executor))
+        result["stats"] = executor.stats()
+    finally:
+        import ray
+
+        executor.close()
+        ray.shutdown()
+        cluster.shutdown()
+    print(json.dumps(result, default=str))
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,169 @@
+"""What replicas on one store rely on: key claims, the drift leader's lock, the log's gaps."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import insert
+
+from store.db import RewardRow, Store
+from store.drift_log import GAP_GRACE_S, DriftLog, LeaderLock, LogCursor
+from store.idempotency import IdempotencyClaims
+from store.tables import requests, rewards
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'a.db'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    store = Store(url)
+    store.migrate()
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def pg_store(postgres_url: str) -> Iterator[Store]:
+    store = Store(postgres_url)
+    store.migrate()
+    yield store
+    store.close()
+
+
+def row(i: int, response: str = "abc") -> RewardRow:
+    return RewardRow(
+        position=i,
+        sample_id=f"s{i}",
+        group_id=None,
+        reward=0.5,
+        raw_reward=0.5,
+        record=json.dumps({"id": f"s{i}"}),
+        sample=json.dumps({"id": f"s{i}", "response": response}),
+        sample_sha256="0" * 64,
+        latency_s=0.0,
+    )
+
+
+def log(store: Store, request_id: str, n: int, key: str | None = None) -> None:
+    store.record_request(
+        request_id=request_id,
+        client="c",
+        idempotency_key=key,
+        endpoint="rewards",
+        rubric_name="r",
+        rubric_version=1,
+        rubric_sha256="f" * 64,
+        envelope="{}",
+        rows=[row(i, "x" * (i + 1)) for i in range(n)],
+    )
+
+
+def test_one_owner_claims_a_key_the_other_waits_then_replays(store: Store) -> None:
+    claims = IdempotencyClaims(store)
+    assert claims.claim("c", "k", "a", lease_s=60).claimed
+    held = claims.claim("c", "k", "b", lease_s=60)
+    assert not held.claimed and held.holder == "a" and held.stored is None
+    log(store, "req1", 2, key="k")  # the response is logged and the claim goes with it
+    done = claims.claim("c", "k", "b", lease_s=60)
+    assert not done.claimed and done.stored is not None and done.stored.id == "req1"
+
+
+def test_a_released_or_expired_claim_can_be_taken(store: Store) -> None:
+    claims = IdempotencyClaims(store)
+    assert claims.claim("c", "k", "a", lease_s=60).claimed
+    claims.release("c", "k", "b")  # not b's: stays
+    assert claims.claim("c", "k", "b", lease_s=60).holder == "a"
+    claims.release("c", "k", "a")
+    assert claims.claim("c", "k", "b", lease_s=-1).claimed  # b's claim has expired already
+    assert claims.claim("c", "k", "a", lease_s=60).claimed  # so a takes it over
+    assert claims.claim("c", "k", "b", lease_s=60).holder == "a"
+
+
+def test_the_log_reads_rows_past_the_cursor_with_response_lengths(store: Store) -> None:
+    log(store, "req1", 3)
+    drift_log = DriftLog(store)
+    cursor = LogCursor()
+    read = drift_log.read(cursor, limit=2)
+    assert [r.response_length for r in read] == [1, 2]
+    cursor.advance([r.id for r in read], now=0.0)
+    rest = drift_log.read(cursor, limit=10)
+    assert [(r.request_id, r.response_length) for r in rest] == [("req1", 3)]
+
+
+def test_the_cursor_remembers_missing_ids_for_a_while() -> None:
+    cursor = LogCursor()
+    cursor.advance([1, 2, 5], now=100.0)
+    assert (cursor.newest, set(cursor.gaps)) == (5, {3, 4})
+    cursor.advance([3], now=101.0)
+    assert set(cursor.gaps) == {4}
+    again = LogCursor.from_json(cursor.to_json())
+    assert (again.newest, again.gaps) == (5, {4: 100.0})
+    again.advance([], now=100.0 + GAP_GRACE_S + 1)  # a rolled-back batch's ids: given up
+    assert again.gaps == {}
+
+
+@pytest.mark.postgres
+def test_a_batch_committed_late_below_the_newest_id_is_still_read(pg_store: Store) -> None:
+    slow = pg_store.engine.connect()
+    transaction = slow.begin()
+    slow.execute(
+        insert(requests),
+        {
+            "id": "slow",
+            "client": "c",
+            "endpoint": "rewards",
+            "rubric_sha256": "f" * 64,
+            "n_samples": 1,
+            "envelope": "{}",
+            "created_at": 0.0,
+        },
+    )
+    slow.execute(
+        insert(rewards),
+        {
+            "request_id": "slow",
+            "position": 0,
+            "sample_id": "late",
+            "rubric_name": "r",
+            "rubric_version": 1,
+            "rubric_sha256": "f" * 64,
+            "abstained": False,
+            "record": "{}",
+            "sample_sha256": "0" * 64,
+            "latency_s": 0.0,
+            "client": "c",
+            "created_at": 0.0,
+        },
+    )  # its id is taken now, its row visible only at commit
+    log(pg_store, "fast", 2)
+    drift_log = DriftLog(pg_store)
+    cursor = LogCursor()
+    first = drift_log.read(cursor, limit=100)
+    assert [r.request_id for r in first] == ["fast", "fast"]
+    cursor.advance([r.id for r in first], now=0.0)
+    assert len(cursor.gaps) == 1
+    transaction.commit()
+    slow.close()
+    late = drift_log.read(cursor, limit=100)
+    assert [r.request_id for r in late] == ["slow"]
+    cursor.advance([r.id for r in late], now=1.0)
+    assert cursor.gaps == {}
+
+
+@pytest.mark.postgres
+def test_one_leader_per_schema(pg_store: Store, postgres_url: str) -> None:
+    other = Store(postgres_url)
+    try:
+        first, second = LeaderLock(pg_store, "drift"), LeaderLock(other, "drift")
+        assert first.acquire()
+        assert not second.acquire()
+        assert first.check()
+        first.release()  # or its process dies: the lock goes with the connection
+        assert second.acquire()
+        second.release()
+    finally:
+        other.close()
