@@ -10,7 +10,10 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,trainers]' 'torch==2.13.0'
+	@# verl and OpenRLHF pin GPU stacks their reward paths never import: no deps here,
+	@# the 'trainers' extra above brings what those paths need.
+	$(BIN)/pip install --quiet --no-deps 'verl==0.9.1' 'openrlhf==0.11.2' 'torch==2.13.0'
 	@# The browser tests drive Debian's chromium; install it where we can (root with apt).
 	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
@@ -20,7 +23,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/arbiter score --rubric rubrics/library/efficiency.yaml eval_sets/demo.jsonl -o demo-rewards.jsonl
+	$(BIN)/arbiter score --rubric rubrics/library/python-codegen.yaml eval_sets/codegen-demo.jsonl -o demo-rewards.jsonl
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -46,7 +46,8 @@ class Authenticator:
             return ANONYMOUS
         if not key:
             raise Unauthorized(
-                "no API key: send 'Authorization: Bearer <key>' or 'X-API-Key: <key>'",
+                "no API key: send 'Authorization: Bearer <key>', 'X-API-Key: <key>', or the "
+                "key as the password of HTTP Basic (http://user:<key>@host/...)",
                 headers={"WWW-Authenticate": "Bearer"},
             )
         digest = hash_key(key)

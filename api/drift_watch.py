@@ -116,6 +116,9 @@ class DriftWatch:
             self.monitor = DriftMonitor.from_state(DriftState.model_validate_json(raw))
         except ValueError:
             logger.exception("saved drift state is unreadable; monitoring starts afresh")
+            return
+        # Alerts still open from before the restart count from the first scrape on.
+        self._publish([(a.stream.rubric, a.detector.value) for a in self.monitor.open_alerts])
 
     def save(self) -> None:
         """Save the monitor's state."""
@@ -156,10 +159,31 @@ class DriftWatch:
         closed = [a.id for a in update.closed]
         if opened or closed:
             self.store.record_alerts(opened, closed, now)
-            for alert in update.opened:
-                logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
+            self._log_opened(update.opened, open_now)
         self._publish([(a.stream.rubric, a.detector.value) for a in open_now])
         return flags, opened, closed
+
+    @staticmethod
+    def _log_opened(opened: Sequence[Alert], open_now: Sequence[Alert]) -> None:
+        # One warning per incident, not per alert: one shift opens several alerts
+        # at once (streams x detectors), and an alert opening beside others still
+        # open for its rubric joins their incident (see /v1/drift/incidents).
+        new_ids = {a.id for a in opened}
+        for rubric in sorted({a.stream.rubric for a in opened}):
+            mine = [a for a in opened if a.stream.rubric == rubric]
+            ongoing = any(a.stream.rubric == rubric and a.id not in new_ids for a in open_now)
+            messages = "; ".join(a.message for a in mine)
+            extra = {"alerts": [a.id for a in mine], "rubric": rubric}
+            if ongoing:
+                logger.info("drift incident of %s grows: %s", rubric, messages, extra=extra)
+            else:
+                logger.warning(
+                    "drift incident opened on %s (%d alert(s)): %s",
+                    rubric,
+                    len(mine),
+                    messages,
+                    extra=extra,
+                )
 
     def _publish(self, open_now: Sequence[tuple[str, str]]) -> None:
         """Export the open alerts' (rubric, detector) counts."""
@@ -265,6 +289,15 @@ class SharedDriftWatch(DriftWatch):
         self._saved_at = 0.0
         self._unsaved = False
         self._missing: set[str] = set()
+        # Held while rows are fed and the cursor moves: a save from another thread
+        # (the periodic one, shutdown) then never pairs a state with a cursor
+        # that lags it, which would feed those rows twice after a takeover.
+        self._following = threading.RLock()
+        self.leader_gauge = Gauge(
+            "arbiter_drift_monitor_leader",
+            "1 on the replica that runs the shared drift monitor, 0 on the others.",
+            registry=metrics.registry,
+        )
 
     @property
     def leading(self) -> bool:
@@ -278,10 +311,11 @@ class SharedDriftWatch(DriftWatch):
         """Save the monitor's state with its log position (only the leader has one)."""
         if not self.leading:
             return
-        with self._lock:
-            state = self.monitor.state().model_dump_json()
-            cursor = LogCursor(self.cursor.newest, dict(self.cursor.gaps))
-        self.log.save_state(self.name, state, cursor)
+        with self._following:
+            with self._lock:
+                state = self.monitor.state().model_dump_json()
+                cursor = LogCursor(self.cursor.newest, dict(self.cursor.gaps))
+            self.log.save_state(self.name, state, cursor)
         self._saved_at = time.monotonic()
         self._unsaved = False
 
@@ -316,19 +350,23 @@ class SharedDriftWatch(DriftWatch):
 
     def step(self) -> None:
         """One poll: check or take the lead, follow the log if leading, refresh the flags."""
-        if self.leader.held and not self.leader.check():
-            self._step_down()
-        if not self.leader.held and self.leader.acquire():
-            self._take_over()
-        if self.leader.held:
-            try:
-                self._apply_resets()
-                self._follow()
-            except Exception:
-                # What was read but not saved is read again by whoever leads next.
+        try:
+            if self.leader.held and not self.leader.check():
                 self._step_down()
-                self.leader.release()
-                raise
+            if not self.leader.held and self.leader.acquire():
+                self._take_over()
+            if self.leader.held:
+                try:
+                    with self._following:
+                        self._apply_resets()
+                        self._follow()
+                except Exception:
+                    # What was read but not saved is read again by whoever leads next.
+                    self._step_down()
+                    self.leader.release()
+                    raise
+        finally:
+            self.leader_gauge.set(1 if self.leader.held else 0)
         self._read_flags()
 
     def _take_over(self) -> None:
@@ -377,17 +415,23 @@ class SharedDriftWatch(DriftWatch):
             if not rows:
                 break
             fresh = sum(1 for r in rows if r.id > self.cursor.newest)
-            self._feed(rows)
+            alerted = self._feed(rows)
             with self._lock:
                 self.cursor.advance([r.id for r in rows], time.time())
             self._unsaved = True
+            if alerted:  # the state that opened or closed them, with the position after its rows
+                self.save()
             if fresh < LOG_BATCH:
                 break
         if self._unsaved and time.monotonic() - self._saved_at >= SHARED_SAVE_INTERVAL_S:
             self.save()
 
-    def _feed(self, rows: Sequence[LoggedReward]) -> None:
-        """Feed the rows one logged request at a time, as the replica that graded them saw them."""
+    def _feed(self, rows: Sequence[LoggedReward]) -> bool:
+        """Feed the rows one request at a time, as the replica that graded them saw them.
+
+        Returns:
+            Whether alerts opened or closed (they are stored by then).
+        """
         now = time.time()
         opened: list[dict[str, object]] = []
         closed: list[str] = []
@@ -414,13 +458,13 @@ class SharedDriftWatch(DriftWatch):
                 if rubric is not None:
                     self._configure(rubric)
                 update = self.monitor.observe_rewards(rewards, lengths, at=now)
+                open_now = list(self.monitor.open_alerts)
             opened.extend(_row(a, now) for a in update.opened)
             closed.extend(a.id for a in update.closed)
-            for alert in update.opened:
-                logger.warning("drift alert opened: %s", alert.message, extra={"alert": alert.id})
+            self._log_opened(update.opened, open_now)
         if opened or closed:
             self.log.record_alerts(opened, closed, now)
-            self.save()
+        return bool(opened or closed)
 
     def _apply_resets(self) -> None:
         for reset in self.log.pending_resets():
@@ -474,4 +518,6 @@ class SharedDriftWatch(DriftWatch):
                 key.rubric, key.component, key.version, time.time()
             )
             self.log.request_reset(key.rubric, key.component, key.version)
+        # The gauge and the flags follow the reset at once, not at the next poll.
+        self._read_flags()
         return closed

@@ -27,6 +27,7 @@ from api.metrics import Metrics
 from api.review_sampler import ReviewSampler
 from api.schemas import RewardRequest
 from api.settings import Settings
+from graders.executor import GradingExecutor, tenant
 from graders.registry import GraderRegistry
 from graders.types import Sample
 from rubrics.catalog import RubricCatalog
@@ -100,8 +101,10 @@ class GradingPipeline:
         metrics: Metrics,
         drift: DriftWatch,
         review_sampler: ReviewSampler,
+        executor: GradingExecutor | None = None,
     ) -> None:
         self.settings = settings
+        self.executor = executor
         self.registry = registry
         self.store = store
         self.catalog = catalog
@@ -202,6 +205,15 @@ class GradingPipeline:
             if stored is not None:
                 return GradedBatch.from_stored(stored)
 
+        room = self.executor.room() if self.executor is not None else None
+        if room is not None and room < len(samples) * len(rubric.components):
+            # The cluster's queue is bounded: a full one says so now, not after a long wait.
+            self.metrics.rejections.labels(reason="cluster_busy").inc()
+            raise Busy(
+                f"the grading cluster's queue is full; retry after {self.settings.retry_after_s} s",
+                code="cluster_busy",
+                headers=self.retry_after(),
+            )
         ticket = self.admission.admit(principal.client, len(samples))
         if isinstance(ticket, str):
             if slot is not None and self.claims is not None:
@@ -224,13 +236,15 @@ class GradingPipeline:
         try:
             started = time.perf_counter()
             deadline = time.monotonic() + deadline_s if deadline_s is not None else None
-            rewards = await score_samples(
-                rubric,
-                samples,
-                registry=self.registry,
-                deadline=deadline,
-                max_concurrency=self.settings.grader_concurrency,
-            )
+            # Jobs carry their key and rubric: a cluster shares its workers between them.
+            with tenant(f"{principal.client}/{rubric.name}"):
+                rewards = await score_samples(
+                    rubric,
+                    samples,
+                    registry=self.registry,
+                    deadline=deadline,
+                    max_concurrency=self.settings.grader_concurrency,
+                )
             if self.settings.drift_enabled:
                 rewards = await self.drift.observe(rubric, rewards, samples)
             request_id = uuid.uuid4().hex

@@ -1,16 +1,24 @@
 """OpenRLHF's remote reward protocol, adapted onto the grading pipeline.
 
 OpenRLHF posts ``{"query", "prompts", "labels"}`` and expects ``{"rewards",
-"scores", "extra_logs"}``. Each row becomes a :class:`Sample` whose response is
-``query[len(prompt):]``; a label that is a task spec becomes the sample's task.
+"scores", "extra_logs"}``. Rows are read by :mod:`arbiter.adapters.rows`, each on
+its own: the response is what follows the prompt in the query, or the longest
+tail of the prompt the query starts with (OpenRLHF truncates long prompts from
+the left); a query that shares nothing with its prompt abstains alone, never
+failing the batch; a label that is a task spec (bare, or under ``"task"``)
+becomes the task; the samples of one prompt are one group. An abstained reward
+becomes the fallback the caller chose (``?abstain=`` or
+``ARBITER_OPENRLHF_ABSTAIN``: zero, group_mean, or a 422 ``reward_abstained``),
+and ``extra_logs`` counts abstentions, truncated prompts and unsplittable
+queries per sample.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -20,12 +28,39 @@ from api.errors import Invalid
 from api.grading import GradedBatch, GradingPipeline
 from api.schemas import OpenRLHFRequest
 from api.settings import Settings
+from arbiter.adapters.rows import (
+    AbstainedError,
+    AbstainPolicy,
+    UnsplittableQuery,
+    fill_abstained,
+    parse_label,
+    split_query,
+)
 from graders.types import Sample, TaskSpec
 
-__all__ = ["OpenRLHFAdapter"]
+__all__ = ["OpenRLHFAdapter", "OpenRLHFAnswer"]
 
 #: What the logged envelope of an OpenRLHF batch carries besides the usual fields.
 ENVELOPE_FIELDS = {"format": "openrlhf"}
+
+
+@dataclass
+class OpenRLHFAnswer:
+    """A graded request and what its rows said: which were cut, which could not be split.
+
+    ``batch`` is ``None`` when no row could be split (nothing was graded).
+    """
+
+    batch: GradedBatch | None
+    prompts: list[str]
+    policy: AbstainPolicy
+    truncated: list[float] = field(default_factory=list)
+    unsplit: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def replayed(self) -> bool:
+        """Whether the graded part was answered from the log."""
+        return self.batch is not None and self.batch.replayed
 
 
 class OpenRLHFAdapter:
@@ -36,8 +71,12 @@ class OpenRLHFAdapter:
         self.pipeline = pipeline
 
     async def grade(
-        self, request: OpenRLHFRequest, principal: Principal, rubric_name: str | None
-    ) -> GradedBatch:
+        self,
+        request: OpenRLHFRequest,
+        principal: Principal,
+        rubric_name: str | None,
+        abstain: AbstainPolicy | None = None,
+    ) -> OpenRLHFAnswer:
         """Grade one request; an identical retry is answered from the log."""
         principal.require("trainer")
         n = len(request.query)
@@ -57,10 +96,22 @@ class OpenRLHFAdapter:
             )
         rubric = self.pipeline.resolve(name, None, None)
         self.pipeline.check_size(n)
-        samples = [
-            _sample(i, query, prompt, request.labels[i] if request.labels else None)
-            for i, (query, prompt) in enumerate(zip(request.query, request.prompts, strict=True))
-        ]
+        answer = OpenRLHFAnswer(
+            None, list(request.prompts), abstain or self.settings.openrlhf_abstain
+        )
+        samples: list[Sample] = []
+        for i, (query, prompt) in enumerate(zip(request.query, request.prompts, strict=True)):
+            try:
+                response, cut = split_query(query, prompt)
+            except UnsplittableQuery as e:
+                answer.unsplit[i] = f"query[{i}]: {e}"
+                answer.truncated.append(0.0)
+                continue
+            answer.truncated.append(float(cut))
+            label = request.labels[i] if request.labels else None
+            samples.append(_sample(i, prompt, response, label))
+        if not samples:
+            return answer
 
         # OpenRLHF's client retries a timed-out request with the same body and no
         # key of its own: the body's hash is the key, so a retry is answered from
@@ -74,10 +125,11 @@ class OpenRLHFAdapter:
             for b in (bucket, bucket - 1):
                 stored = await self.pipeline.replay(principal.client, f"openrlhf:{digest}:{b}")
                 if stored is not None and time.time() - stored.created_at < window:
-                    return GradedBatch.from_stored(stored)
+                    answer.batch = GradedBatch.from_stored(stored)
+                    return answer
             key = f"openrlhf:{digest}:{bucket}"
 
-        return await self.pipeline.grade(
+        answer.batch = await self.pipeline.grade(
             endpoint="openrlhf",
             principal=principal,
             idempotency_key=key,
@@ -87,29 +139,69 @@ class OpenRLHFAdapter:
             deadline_s=None,
             envelope_fields=ENVELOPE_FIELDS,
         )
+        return answer
 
-    def render(self, batch: GradedBatch) -> bytes:
-        """Render a batch as OpenRLHF reads it; an abstained reward becomes the abstain value.
+    def render(self, answer: OpenRLHFAnswer) -> bytes:
+        """Render an answer as OpenRLHF reads it, abstentions filled by the chosen fallback.
 
         A fresh batch is rendered from its rewards; only a replayed one is read
         back from its logged records.
+
+        Raises:
+            Invalid: the fallback is ``raise`` (or ``group_mean`` without a scored
+                peer) and a sample abstained (code ``reward_abstained``).
         """
-        if batch.rewards is not None:
-            rows: Iterable[tuple[float | None, dict[str, float | None]]] = (
+        batch = answer.batch
+        graded: Iterable[tuple[float | None, dict[str, float | None]]] = ()
+        if batch is not None and batch.rewards is not None:
+            graded = (
                 (r.reward, {name: c.score for name, c in r.components.items()})
                 for r in batch.rewards
             )
-        else:
-            rows = (_logged_row(orjson.loads(raw)) for raw in batch.records)
-        abstain = self.settings.openrlhf_abstain_value
-        values: list[float] = []
-        logs: dict[str, list[float]] = {"abstained": []}
-        for value, scores in rows:
-            values.append(abstain if value is None else value)
-            logs["abstained"].append(1.0 if value is None else 0.0)
-            for name, score in scores.items():
-                logs.setdefault(name, []).append(abstain if score is None else score)
-        return orjson.dumps({"rewards": values, "scores": values, "extra_logs": logs})
+        elif batch is not None:
+            graded = (_logged_row(orjson.loads(raw)) for raw in batch.records)
+        rows = iter(graded)
+        n = len(answer.prompts)
+        values: list[float | None] = []
+        scores: list[dict[str, float | None]] = []
+        for i in range(n):
+            value, row = (None, {}) if i in answer.unsplit else next(rows)
+            values.append(value)
+            scores.append(row)
+        groups = [_group(p) for p in answer.prompts]
+        filled = fill_abstained(values, groups, answer.policy)
+        refused = [i for i, v in enumerate(filled) if isinstance(v, AbstainedError)]
+        if refused:
+            first = refused[0]
+            raise Invalid(
+                f"{filled[first]} ({answer.unsplit.get(first, 'the rubric abstained')}); "
+                "pass ?abstain=zero|group_mean or set ARBITER_OPENRLHF_ABSTAIN to train "
+                "through abstentions",
+                code="reward_abstained",
+                errors=[
+                    {"path": f"query.{i}", "message": answer.unsplit.get(i, "abstained")}
+                    for i in refused
+                ],
+            )
+        rewards = [v for v in filled if isinstance(v, float)]
+        logs: dict[str, list[float]] = {
+            "abstained": [float(v is None) for v in values],
+            "truncated_prompt": answer.truncated,
+            "unsplittable": [float(i in answer.unsplit) for i in range(n)],
+        }
+        for name in sorted({k for row in scores for k in row}):
+            # A component that could not score is NaN, not a made-up 0.0: OpenRLHF
+            # averages extra_logs, and a zero would drag the mean.
+            logs[name] = [
+                float("nan") if row.get(name) is None else float(row[name])  # type: ignore[arg-type]
+                for row in scores
+            ]
+        return orjson.dumps({"rewards": rewards, "scores": rewards, "extra_logs": logs})
+
+
+def _group(prompt: str) -> str:
+    """Return the group of a prompt's samples (OpenRLHF's samples per prompt)."""
+    return hashlib.sha256(prompt.encode()).hexdigest()[:24]
 
 
 def _logged_row(record: dict[str, Any]) -> tuple[float | None, dict[str, float | None]]:
@@ -118,31 +210,22 @@ def _logged_row(record: dict[str, Any]) -> tuple[float | None, dict[str, float |
     return record["reward"], scores
 
 
-def _sample(i: int, query: str, prompt: str, label: Any) -> Sample:
+def _sample(i: int, prompt: str, response: str, label: Any) -> Sample:
     """Turn one OpenRLHF row into a Sample; a label that is a task spec becomes the task."""
-    if not query.startswith(prompt):
+    fields = parse_label(label)
+    try:
+        task = TaskSpec.model_validate(fields["task"]) if "task" in fields else None
+    except ValueError as e:
         raise Invalid(
-            f"query[{i}] does not start with prompts[{i}]; the response is query[len(prompt):]",
-            errors=[{"path": f"query.{i}", "message": "does not start with its prompt"}],
-        )
-    response = query[len(prompt) :]
-    task: TaskSpec | None = None
-    labels: dict[str, Any] | None = None
-    parsed = label
-    if isinstance(label, str) and label.lstrip().startswith("{"):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            parsed = orjson.loads(label)
-    if isinstance(parsed, dict) and "task" in parsed:
-        try:
-            task = TaskSpec.model_validate(parsed["task"])
-        except ValueError as e:
-            raise Invalid(
-                f"labels[{i}].task is not a valid task: {e}",
-                errors=[{"path": f"labels.{i}.task", "message": str(e)}],
-            ) from e
-    if label is not None:
-        labels = {"label": label}
+            f"labels[{i}] holds a task that is not valid: {e}",
+            errors=[{"path": f"labels.{i}", "message": str(e)}],
+        ) from e
     sample_id = hashlib.sha256(f"{i}\x00{prompt}\x00{response}".encode()).hexdigest()[:24]
     return Sample(
-        id=f"openrlhf-{i}-{sample_id}", prompt=prompt, response=response, task=task, labels=labels
+        id=f"openrlhf-{i}-{sample_id}",
+        group_id=_group(prompt),
+        prompt=prompt,
+        response=response,
+        task=task,
+        labels=fields.get("labels"),
     )

@@ -23,6 +23,7 @@ from api.review_sampler import ReviewSampler
 from api.rubric_registration import RubricRegistration
 from api.rubric_sync import RubricSync
 from api.settings import Settings
+from graders.executor import GradingExecutor, remote_registry
 from graders.registry import GraderRegistry, default_registry
 from rubrics.catalog import RubricCatalog
 from store.db import Store
@@ -44,6 +45,17 @@ class Service:
     ) -> None:
         self.settings = settings
         self.registry = registry or default_registry()
+        #: Where the heavy graders run when a Ray cluster is configured (else None).
+        self.executor: GradingExecutor | None = None
+        if settings.ray_address:
+            from graders.ray_executor import RayExecutor
+
+            self.executor = RayExecutor(
+                settings.ray_address,
+                cpus_per_actor=settings.ray_cpus_per_actor,
+                max_queue=settings.ray_max_queue,
+            )
+            remote_registry(self.executor, registry=self.registry)
         for module in settings.grader_plugins:
             # A plugin is trusted code chosen by the operator, like a rubric folder.
             importlib.import_module(module).register(self.registry)
@@ -72,6 +84,7 @@ class Service:
             metrics=self.metrics,
             drift=self.drift,
             review_sampler=self.review_sampler,
+            executor=self.executor,
         )
         self.auth = Authenticator(
             self.store,
@@ -111,6 +124,8 @@ class Service:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._drift_task
         await asyncio.to_thread(self.registry.close)
+        if self.executor is not None:
+            await asyncio.to_thread(self.executor.close)
         try:
             await asyncio.to_thread(self.drift.close)
         except Exception:  # shutting down: the state is a convenience, the log is what matters

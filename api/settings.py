@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 __all__ = ["LIBRARY_DIR", "Settings"]
@@ -45,6 +45,20 @@ class Settings(BaseSettings):
         "refuses to start; rubrics can require more in their unit_tests config.",
     )
 
+    ray_address: str | None = Field(
+        default=None,
+        description="Grade the sandbox and static analyzers on this Ray cluster "
+        "(host:port or ray://...); unset: on this machine.",
+    )
+    ray_cpus_per_actor: int = Field(
+        default=1, ge=1, description="Ray CPUs per grader actor (its sandbox's fast places)."
+    )
+    ray_max_queue: int = Field(
+        default=16384,
+        ge=1,
+        description="Grader jobs queued or running on the cluster beyond which batches get 429.",
+    )
+
     max_batch_samples: int = Field(default=4096, ge=1)
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     max_inflight_samples: int = Field(default=16384, ge=1)
@@ -59,9 +73,11 @@ class Settings(BaseSettings):
     openrlhf_rubric: str | None = Field(
         default=None, description="Rubric for POST /get_reward when the request names none."
     )
-    openrlhf_abstain_value: float = Field(
-        default=0.0,
-        description="What /get_reward reports for an abstained reward (it needs floats).",
+    openrlhf_abstain: Literal["zero", "group_mean", "raise"] = Field(
+        default="raise",
+        description="What /get_reward answers for an abstained reward (OpenRLHF needs floats): "
+        "zero, the mean of its group's scored rewards in the request, or a 422 "
+        "(reward_abstained). Abstentions are counted in extra_logs either way.",
     )
     openrlhf_dedupe_window_s: float = Field(
         default=900.0,
@@ -119,6 +135,16 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [Path(part) for part in value.split(":") if part]
         return value
+
+    @model_validator(mode="after")
+    def _shared_needs_a_server_database(self) -> Settings:
+        """Refuse a shared drift monitor on SQLite, where every process would lead."""
+        if self.drift_monitor == "shared" and self.database_url.startswith("sqlite"):
+            raise ValueError(
+                "ARBITER_DRIFT_MONITOR=shared needs a server database (PostgreSQL) that "
+                "elects one leader; with SQLite run one process and 'local' (or 'auto')"
+            )
+        return self
 
     @property
     def shared_drift(self) -> bool:

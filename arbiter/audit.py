@@ -130,7 +130,8 @@ def _violations(reward: Mapping[str, Any]) -> set[str]:
 def _same(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     def key(c: Mapping[str, Any]) -> tuple[Any, ...]:
         failure = c["failure"]["kind"] if c["failure"] else None
-        found = sorted((v["type"], v.get("line")) for v in c["violations"])
+        # A violation of one type may come with a line (static) and without (sandbox).
+        found = sorted((v["type"], v.get("line") or 0) for v in c["violations"])
         return (c["score"], failure, found)
 
     return key(a) == key(b)

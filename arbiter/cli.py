@@ -212,8 +212,15 @@ def score(
         bool, typer.Option("--skip-invalid", help="Report and skip bad input lines.")
     ] = False,
     chunk_size: Annotated[
-        int, typer.Option(min=1, help="Samples graded concurrently per step.")
+        int, typer.Option(min=1, help="Samples graded concurrently (a sliding window).")
     ] = 512,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(
+            envvar="ARBITER_RAY_ADDRESS",
+            help="Grade the sandbox and static analyzers on this Ray cluster.",
+        ),
+    ] = None,
     table: Annotated[
         str, typer.Option(help="Table at the end: auto, rows, summary or none.")
     ] = "auto",
@@ -245,7 +252,7 @@ def score(
         raise typer.Exit(1)
     samples = [s for _, s in numbered]
 
-    rewards = asyncio.run(_score_in_chunks(rubric, samples, chunk_size))
+    rewards = asyncio.run(_score_in_chunks(rubric, samples, chunk_size, ray_address))
     with _atomic_output(output) as sink:
         for reward in rewards:
             sink.write(orjson.dumps(reward.model_dump(mode="json")))
@@ -268,23 +275,48 @@ def score(
         )
 
 
-async def _score_in_chunks(rubric: Rubric, samples: list[Sample], chunk: int) -> list[Reward]:
-    rewards: list[Reward] = []
-    # One registry for every chunk: its graders keep their pools (sandbox
-    # zygotes, analysis workers) warm from one chunk to the next.
+#: Samples per call to the scorer inside a window of ``--chunk-size`` samples.
+_PIECE = 8
+
+
+async def _score_in_chunks(
+    rubric: Rubric, samples: list[Sample], chunk: int, ray_address: str | None = None
+) -> list[Reward]:
+    """Score in a sliding window of ``chunk`` samples, not in steps of ``chunk``.
+
+    Small pieces, at most ``chunk`` samples' worth at once: a slow sample holds
+    up only its own piece, where a step would wait for its slowest sample.
+    """
+    # One registry for every piece: its graders keep their pools (sandbox
+    # zygotes, analysis workers, cluster actors) warm throughout.
     registry = default_registry()
+    executor = None
+    if ray_address:
+        from graders.executor import remote_registry
+        from graders.ray_executor import RayExecutor
+
+        executor = RayExecutor(ray_address)
+        remote_registry(executor, registry=registry)
+    piece = min(_PIECE, chunk)
+    gate = asyncio.Semaphore(max(1, chunk // piece))
     with _progress("scoring") as progress:
         task = progress.add_task("scoring", total=len(samples))
+
+        async def score_piece(part: list[Sample]) -> list[Reward]:
+            async with gate:
+                done = await score_samples(rubric, part, registry=registry, normalize=False)
+            progress.advance(task, len(part))
+            return done
+
         try:
-            for start in range(0, len(samples), chunk):
-                part = samples[start : start + chunk]
-                rewards.extend(
-                    await score_samples(rubric, part, registry=registry, normalize=False)
-                )
-                progress.advance(task, len(part))
+            parts = [samples[i : i + piece] for i in range(0, len(samples), piece)]
+            scored = await asyncio.gather(*(score_piece(part) for part in parts))
         finally:
             registry.close()
-    # Groups can straddle chunks, so normalize once over the whole set.
+            if executor is not None:
+                executor.close()
+    rewards = [reward for part in scored for reward in part]
+    # Groups can straddle pieces, so normalize once over the whole set.
     return normalize_rewards(rewards, rubric.spec.normalize, [prompt_key(s) for s in samples])
 
 
@@ -327,6 +359,10 @@ def serve(
     graceful_s: Annotated[
         int, typer.Option(help="On SIGTERM, seconds to let in-flight requests finish.")
     ] = 30,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(help="Grade on this Ray cluster (default: ARBITER_RAY_ADDRESS)."),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (settings from ARBITER_* environment variables)."""
     import uvicorn
@@ -334,6 +370,9 @@ def serve(
     from api.logs import configure_logging
     from api.settings import Settings
 
+    if ray_address:
+        # The app is built by uvicorn (in each worker) from the environment.
+        os.environ["ARBITER_RAY_ADDRESS"] = ray_address
     settings = Settings()
     configure_logging(settings.log_level, settings.log_json)
     uvicorn.run(

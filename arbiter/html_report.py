@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Mapping, Sequence
+from html import escape
 from typing import Any
 
 from arbiter import svg
@@ -21,10 +21,6 @@ th{background:#f2f4f8} .ok{color:#1d7a3a;font-weight:600} .bad{color:#b3261e;fon
 """
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value))
-
-
 def _pct(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
@@ -32,13 +28,13 @@ def _pct(value: float | None) -> str:
 def _page(title: str, subtitle: str, body: str) -> str:
     return (
         "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>"
-        f"<h1>{_e(title)}</h1><p class=muted>{_e(subtitle)}</p>{body}</body></html>"
+        f"<title>{escape(str(title))}</title><style>{STYLE}</style></head><body>"
+        f"<h1>{escape(str(title))}</h1><p class=muted>{escape(str(subtitle))}</p>{body}</body></html>"
     )
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
@@ -56,7 +52,7 @@ def audit_html(
         "<p class=ok>All gates pass.</p>"
         if not failed_gates
         else "<p class=bad>Gates failed:</p><ul>"
-        + "".join(f"<li>{_e(g)}</li>" for g in failed_gates)
+        + "".join(f"<li>{escape(str(g))}</li>" for g in failed_gates)
         + "</ul>"
     )
     parts = [verdict, f"<p>{summary['items']} items, {summary['abstained']} abstained.</p>"]
@@ -127,10 +123,10 @@ def audit_html(
                 ["component", "labelled", "accuracy", "misgraded (first 50)"],
                 [
                     [
-                        _e(n),
+                        escape(str(n)),
                         t["labelled"],
                         _pct(t["accuracy"]),
-                        _e(", ".join(t["misgraded"]) or "none"),
+                        escape(str(", ".join(t["misgraded"]) or "none")),
                     ]
                     for n, t in summary["tests"].items()
                 ],
@@ -145,7 +141,7 @@ def audit_html(
         _table(
             ["type", "tp", "fp", "fn", "precision", "recall"],
             [
-                [_e(t), r["tp"], r["fp"], r["fn"], _pct(r["precision"]), _pct(r["recall"])]
+                [escape(str(t)), r["tp"], r["fp"], r["fn"], _pct(r["precision"]), _pct(r["recall"])]
                 for t, r in v["by_type"].items()
             ],
         )
@@ -153,13 +149,15 @@ def audit_html(
     parts.append(
         _table(
             ["hack kind", "items", "detected"],
-            [[_e(k), r["items"], r["detected"]] for k, r in v["by_hack_kind"].items()],
+            [[escape(str(k)), r["items"], r["detected"]] for k, r in v["by_hack_kind"].items()],
         )
     )
     if v["missed"]:
-        parts.append("<p>Missed: <code>" + _e(", ".join(v["missed"])) + "</code></p>")
+        parts.append("<p>Missed: <code>" + escape(str(", ".join(v["missed"]))) + "</code></p>")
     if v["false_alarms"]:
-        parts.append("<p>False alarms: <code>" + _e("; ".join(v["false_alarms"])) + "</code></p>")
+        parts.append(
+            "<p>False alarms: <code>" + escape(str("; ".join(v["false_alarms"]))) + "</code></p>"
+        )
     p = summary.get("preferences") or {}
     if p.get("pairs"):
         parts.append(
@@ -172,10 +170,10 @@ def audit_html(
             ["component", "identical", "held to it", "differing (first 20)"],
             [
                 [
-                    _e(n),
+                    escape(str(n)),
                     _pct(d["identical"]),
                     "yes" if d["held_to_it"] else "no (sampling judge)",
-                    _e(", ".join(d["differing"]) or "none"),
+                    escape(str(", ".join(d["differing"]) or "none")),
                 ]
                 for n, d in summary["determinism"].items()
             ],
@@ -186,7 +184,7 @@ def audit_html(
         _table(
             ["component", "failures"],
             [
-                [_e(n), _e(", ".join(f"{k} {c}" for k, c in f.items()) or "none")]
+                [escape(str(n)), escape(str(", ".join(f"{k} {c}" for k, c in f.items()) or "none"))]
                 for n, f in summary["failures"].items()
             ],
         )
@@ -196,7 +194,10 @@ def audit_html(
         parts.append(
             _table(
                 ["grader", "labelled", "within band"],
-                [[_e(k), b["labelled"], _pct(b["accuracy"])] for k, b in summary["bands"].items()],
+                [
+                    [escape(str(k)), b["labelled"], _pct(b["accuracy"])]
+                    for k, b in summary["bands"].items()
+                ],
             )
         )
     subtitle = f"rubric {rubric['name']} v{rubric['version']} sha256 {rubric['sha256']} on {source}"
@@ -209,7 +210,7 @@ def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
     rho_text = "—" if rho is None or math.isnan(rho) else f"{rho:.4f}"
     parts = [
         f"<p>{summary['replayed']} rewards re-scored ({summary['skipped']} skipped: "
-        f"{_e(summary['skipped_reasons'] or 'none')}). {summary['changed']} changed; mean |Δ| "
+        f"{escape(str(summary['skipped_reasons'] or 'none'))}). {summary['changed']} changed; mean |Δ| "
         f"{summary['mean_abs_delta']:.4g}, max |Δ| {summary['max_abs_delta']:.4g}; "
         f"Spearman rank correlation old vs new {rho_text}.</p>",
         "<div class=charts>",
@@ -224,11 +225,11 @@ def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
             ["sample", "old", "new", "Δ", "rules that moved it"],
             [
                 [
-                    _e(m["sample_id"]),
+                    escape(str(m["sample_id"])),
                     _fmt(m["old"]),
                     _fmt(m["new"]),
                     _fmt(m["delta"]),
-                    _e("; ".join(m.get("rules", []))),
+                    escape("; ".join(m.get("rules", []))),
                 ]
                 for m in summary["moved"]
             ],
@@ -237,7 +238,7 @@ def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
         _table(
             ["component", "changed", "mean |Δ|"],
             [
-                [_e(n), c["changed"], f"{c['mean_abs_delta']:.4g}"]
+                [escape(str(n)), c["changed"], f"{c['mean_abs_delta']:.4g}"]
                 for n, c in summary["components"].items()
             ],
         ),

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
+from html import escape
 
 __all__ = ["bar_chart", "heatmap", "histogram"]
 
 PALETTE = ("#3b6fb6", "#d9822b", "#3a9a5b", "#b6443b", "#7a5bb6", "#5b9ab6")
-
-
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
 
 
 def histogram(
@@ -28,7 +24,7 @@ def histogram(
     """Return an SVG histogram with one colour per series (bars side by side in each bin)."""
     values = [v for vs in series.values() for v in vs if math.isfinite(v)]
     if not values:
-        return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="40"><text x="8" y="24">{_esc(title)}: no values</text></svg>'
+        return f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="40"><text x="8" y="24">{escape(str(title))}: no values</text></svg>'
     lo = min(values) if low is None else low
     hi = max(values) if high is None else high
     if hi <= lo:
@@ -46,8 +42,8 @@ def histogram(
     bar = slot / max(1, len(series)) * 0.9
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_esc(title)}">',
-        f'<text x="{left}" y="16" font-size="13" font-weight="bold">{_esc(title)}</text>',
+        f'aria-label="{escape(str(title))}">',
+        f'<text x="{left}" y="16" font-size="13" font-weight="bold">{escape(str(title))}</text>',
         f'<line x1="{left}" y1="{height - bottom}" x2="{left + plot_w}" y2="{height - bottom}" stroke="#444"/>',
         f'<line x1="{left}" y1="{height - bottom}" x2="{left}" y2="{height - bottom - plot_h}" stroke="#444"/>',
         f'<text x="{left - 4}" y="{height - bottom - plot_h + 4}" font-size="10" text-anchor="end">{top}</text>',
@@ -63,11 +59,11 @@ def histogram(
             x = left + k * slot + s * bar + slot * 0.05
             parts.append(
                 f'<rect x="{x:.1f}" y="{height - bottom - h:.1f}" width="{bar:.1f}" height="{h:.1f}" '
-                f'fill="{colour}"><title>{_esc(name)}: {c}</title></rect>'
+                f'fill="{colour}"><title>{escape(str(name))}: {c}</title></rect>'
             )
         parts.append(
             f'<rect x="{left + 8 + s * 130}" y="{height - 12}" width="10" height="10" fill="{colour}"/>'
-            f'<text x="{left + 22 + s * 130}" y="{height - 3}" font-size="11">{_esc(name)} ({len(series[name])})</text>'
+            f'<text x="{left + 22 + s * 130}" y="{height - 3}" font-size="11">{escape(str(name))} ({len(series[name])})</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -88,18 +84,18 @@ def heatmap(
     height = head + cell_px * len(rows) + 10
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_esc(title)}">',
-        f'<text x="4" y="16" font-size="13" font-weight="bold">{_esc(title)}</text>',
+        f'aria-label="{escape(str(title))}">',
+        f'<text x="4" y="16" font-size="13" font-weight="bold">{escape(str(title))}</text>',
     ]
     for j, column in enumerate(columns):
         parts.append(
             f'<text x="{left + j * cell_px + cell_px / 2}" y="{head - 8}" font-size="11" '
-            f'text-anchor="middle">{_esc(column)}</text>'
+            f'text-anchor="middle">{escape(str(column))}</text>'
         )
     for i, row in enumerate(rows):
         y = head + i * cell_px
         parts.append(
-            f'<text x="{left - 6}" y="{y + cell_px / 2 + 4}" font-size="11" text-anchor="end">{_esc(row)}</text>'
+            f'<text x="{left - 6}" y="{y + cell_px / 2 + 4}" font-size="11" text-anchor="end">{escape(str(row))}</text>'
         )
         for j, value in enumerate(cells[i]):
             shade = int(235 - 175 * (value / top))
@@ -131,13 +127,13 @@ def bar_chart(
     plot_w = width - left - 70
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_esc(title)}">',
-        f'<text x="4" y="16" font-size="13" font-weight="bold">{_esc(title)}</text>',
+        f'aria-label="{escape(str(title))}">',
+        f'<text x="4" y="16" font-size="13" font-weight="bold">{escape(str(title))}</text>',
     ]
     for i, label in enumerate(labels):
         y0 = head + i * row_h
         parts.append(
-            f'<text x="{left - 6}" y="{y0 + row_h / 2 + 2}" font-size="11" text-anchor="end">{_esc(label)}</text>'
+            f'<text x="{left - 6}" y="{y0 + row_h / 2 + 2}" font-size="11" text-anchor="end">{escape(str(label))}</text>'
         )
         for s, (name, values) in enumerate(series.items()):
             value = values[i]
@@ -145,13 +141,13 @@ def bar_chart(
             y = y0 + s * 14
             colour = PALETTE[s % len(PALETTE)]
             parts.append(
-                f'<rect x="{left}" y="{y}" width="{w:.1f}" height="12" fill="{colour}"><title>{_esc(name)}</title></rect>'
-                f'<text x="{left + w + 4:.1f}" y="{y + 10}" font-size="10">{value:.3g}{_esc(unit)}</text>'
+                f'<rect x="{left}" y="{y}" width="{w:.1f}" height="12" fill="{colour}"><title>{escape(str(name))}</title></rect>'
+                f'<text x="{left + w + 4:.1f}" y="{y + 10}" font-size="10">{value:.3g}{escape(str(unit))}</text>'
             )
     for s, name in enumerate(series):
         parts.append(
             f'<rect x="{left + s * 110}" y="{height - 14}" width="10" height="10" fill="{PALETTE[s % len(PALETTE)]}"/>'
-            f'<text x="{left + 14 + s * 110}" y="{height - 5}" font-size="11">{_esc(name)}</text>'
+            f'<text x="{left + 14 + s * 110}" y="{height - 5}" font-size="11">{escape(str(name))}</text>'
         )
     parts.append("</svg>")
     return "".join(parts)

@@ -32,6 +32,8 @@ Run: ``.venv/bin/python -m bench.judge [--sizes 128x2,256x4,512x8] [--requests N
 a size may carry its own request count, as in ``512x8:128``. Exits 1 when a
 score differs from (a)'s by more than the limit (a correctness failure); a
 missed speed target is reported, not an error.
+
+One module: one benchmark, whose pieces :mod:`bench.gpu_judge` reuses.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Bandit runs through its Python API on the code string (no subprocess, no temporary
 file): its test set is built once per selection of tests, and each analysis is one
-``ast.parse`` plus one walk of bandit's node visitor: about a millisecond for a
-HumanEval solution, against ~300 ms for the ``bandit`` CLI. Bandit keeps some
+``ast.parse`` plus one walk of bandit's node visitor (``bench/static.py``
+measures it against the ``bandit`` CLI). Bandit keeps some
 state in globals, so analyses run on one thread per process (the event loop's,
 or a pool worker's).
 
@@ -24,6 +24,9 @@ such lines are marked ``under_nosec``.
 
 The cache lives in :mod:`graders.static_analysis`; the process pool shared
 with the radon grader in :mod:`graders.analysis_pool`.
+
+One module, one concept: the bandit grader — running bandit in-process, the ``# nosec``
+policy, the score and the config change together, and nothing else uses them.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from pydantic import Field, field_validator
 
 from graders.analysis_pool import shared_pool
 from graders.base import Grader, GraderConfig
+from graders.program import prompt_text
 from graders.static_analysis import StaticAnalyzer, analyse_response
 from graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
 
@@ -461,7 +465,12 @@ class BanditGrader(Grader[BanditConfig]):
     async def grade(self, sample: Sample, config: BanditConfig) -> GradeResult:
         """Run bandit on the response's code and score its findings."""
         outcome = await analyse_response(
-            self, self.analyzer, sample.response, config.code_block, config.selection()
+            self,
+            self.analyzer,
+            sample.response,
+            config.code_block,
+            config.selection(),
+            prompt=prompt_text(sample),
         )
         if isinstance(outcome, GradeResult):
             return outcome

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ExtractedCode", "extract_code"]
+__all__ = ["Block", "ExtractedCode", "blocks", "extract_code"]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.#-]*)[^\n]*\n", re.MULTILINE)
 _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
@@ -36,38 +36,48 @@ class ExtractedCode:
     truncated: bool = False
 
 
-def _blocks(text: str) -> list[tuple[str, str, bool]]:
-    """Return (language tag, body, closed) for each fenced block."""
-    out: list[tuple[str, str, bool]] = []
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One fenced block: its language tag, its body, and whether it was closed."""
+
+    tag: str
+    body: str
+    closed: bool
+    #: The pattern of a line that closes this block (same fence character, at least as long).
+    closing: re.Pattern[str]
+
+
+def blocks(text: str) -> list[Block]:
+    """Return each fenced block of ``text`` in order (an unclosed last one included)."""
+    out: list[Block] = []
     pos = 0
     while True:
         opening = _FENCE.search(text, pos)
         if opening is None:
             return out
         fence, tag = opening.group(1), opening.group(2).lower()
-        closing = re.compile(
-            rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE
-        ).search(text, opening.end())
-        if closing is None:
-            out.append((tag, text[opening.end() :], False))
+        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        found = closing.search(text, opening.end())
+        if found is None:
+            out.append(Block(tag, text[opening.end() :], False, closing))
             return out
-        out.append((tag, text[opening.end() : closing.start()], True))
-        pos = closing.end()
+        out.append(Block(tag, text[opening.end() : found.start()], True, closing))
+        pos = found.end()
 
 
 def extract_code(response: str, *, which: Literal["all", "last"] = "all") -> ExtractedCode | None:
     """Return the Python code in ``response``, or ``None`` when there is none."""
-    blocks = _blocks(response)
-    if blocks:
-        tagged = [b for b in blocks if b[0] in _PYTHON_TAGS]
-        chosen = tagged or [b for b in blocks if b[0] == ""]
+    found = blocks(response)
+    if found:
+        tagged = [b for b in found if b.tag in _PYTHON_TAGS]
+        chosen = tagged or [b for b in found if b.tag == ""]
         if chosen:
             if which == "last":
                 chosen = chosen[-1:]
-            code = "\n\n".join(body.rstrip("\n") for _, body, _ in chosen) + "\n"
+            code = "\n\n".join(b.body.rstrip("\n") for b in chosen) + "\n"
             if not code.strip():
                 return None
-            truncated = not chosen[-1][2]
+            truncated = not chosen[-1].closed
             return ExtractedCode(code, "fenced", len(chosen), truncated)
         return None
     if not response.strip():

@@ -43,6 +43,9 @@ terms that apply:
 * ``convergence``: half the share of successive test runs whose pass fraction did
   not drop, plus half when the final run is the best and better than the first
   (or all passed from the start). Applies with two or more runs with outcomes.
+
+One module, one concept: the process grader — the step recognisers feed one walk of the
+trajectory, and the config names them all.
 """
 
 from __future__ import annotations

@@ -22,6 +22,9 @@ metric is at or better than ``ok``; beyond it, with ``d`` the distance from
 ``worst`` may lie above ``ok`` (higher is worse: complexity) or below it (lower
 is worse: the maintainability index). The terms combine by weighted mean,
 minimum or product.
+
+One module, one concept: the radon grader — its measurement, its curves and its config
+are read together whenever its score is in question, and nothing else uses them.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-un
 
 from graders.analysis_pool import shared_pool
 from graders.base import Grader, GraderConfig
+from graders.program import prompt_text
 from graders.static_analysis import StaticAnalyzer, analyse_response
 from graders.types import GradeResult, Sample
 
@@ -448,7 +452,12 @@ class RadonGrader(Grader[RadonConfig]):
     async def grade(self, sample: Sample, config: RadonConfig) -> GradeResult:
         """Measure the response's code with radon and score it."""
         outcome = await analyse_response(
-            self, self.analyzer, sample.response, config.code_block, config.options()
+            self,
+            self.analyzer,
+            sample.response,
+            config.code_block,
+            config.options(),
+            prompt=prompt_text(sample),
         )
         if isinstance(outcome, GradeResult):
             return outcome

@@ -26,6 +26,7 @@ import collections
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,10 @@ class RayExecutor(GradingExecutor):
         max_attempts: tries per job when actors die under it.
         concurrency: jobs in flight per actor (default: its sandbox capacity).
         start_timeout_s: how long a (replacement) actor may take to answer.
+        actor_class: the actor (default :class:`GraderActor`); another class with
+            ``ready()`` and ``grade(grader, sample, config)`` (a simulated worker
+            in the benchmarks) runs behind the same queue.
+        actor_args: its constructor's arguments (default: the sandbox's sizes).
     """
 
     def __init__(
@@ -128,6 +133,8 @@ class RayExecutor(GradingExecutor):
         max_attempts: int = 3,
         concurrency: int | None = None,
         start_timeout_s: float = 120.0,
+        actor_class: type = GraderActor,
+        actor_args: tuple[Any, ...] | None = None,
     ) -> None:
         if cpus_per_actor < 1 or max_attempts < 1 or max_queue < 1:
             raise ValueError("cpus_per_actor, max_attempts and max_queue must be at least 1")
@@ -142,15 +149,20 @@ class RayExecutor(GradingExecutor):
         lane = LONG_LANE_PER_SLOT * cpus_per_actor if long_slots is None else long_slots
         self.concurrency = concurrency or (cpus_per_actor + lane)
         self._wanted = actors
+        self._actor_class = actor_class
+        self._actor_args = (cpus_per_actor, long_slots) if actor_args is None else actor_args
         self._resources = list(resources) if resources is not None else None
         self._workers: list[_Worker] = []
         self._starting = 0
+        #: Replacement actors not yet answering (killed on close like the rest).
+        self._pending_handles: list[Any] = []
         self._queues: collections.OrderedDict[str, collections.deque[_Job]] = (
             collections.OrderedDict()
         )
         self._queued = 0
         self._in_flight = 0
         self._started = False
+        self._start_lock = threading.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._stats: collections.Counter[str] = collections.Counter()
         self._by_node: collections.Counter[str] = collections.Counter()
@@ -159,8 +171,11 @@ class RayExecutor(GradingExecutor):
 
     def start(self) -> None:
         """Connect to the cluster and start the actors (idempotent; blocks until they answer)."""
-        if self._started:
-            return
+        with self._start_lock:
+            if not self._started:
+                self._start()
+
+    def _start(self) -> None:
         if not ray.is_initialized():
             pythonpath = os.pathsep.join(
                 p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
@@ -194,15 +209,16 @@ class RayExecutor(GradingExecutor):
             options["resources"] = dict(extra)
         else:
             options["scheduling_strategy"] = "SPREAD"
-        remote = ray.remote(GraderActor)
-        return remote.options(**options).remote(self.cpus_per_actor, self.long_slots)
+        remote: Any = ray.remote(self._actor_class)
+        return remote.options(**options).remote(*self._actor_args)
 
     def close(self) -> None:
         """Stop the actors (their sandbox pools die with them)."""
-        for worker in self._workers:
+        for handle in [w.handle for w in self._workers] + self._pending_handles:
             with contextlib.suppress(Exception):  # already dead is fine
-                ray.kill(worker.handle)
+                ray.kill(handle)
         self._workers = []
+        self._pending_handles = []
         self._started = False
 
     # -- what the service sees -----------------------------------------------------
@@ -236,7 +252,16 @@ class RayExecutor(GradingExecutor):
     async def grade(self, grader: str, sample: Sample, config: GraderConfig) -> GradeResult:
         """Queue one job under the current tenant and wait for its one result."""
         if not self._started:
-            await asyncio.to_thread(self.start)
+            try:
+                await asyncio.to_thread(self.start)
+            except (ray.exceptions.RayError, ConnectionError) as e:
+                # The cluster could not give us actors: infrastructure, not the candidate.
+                return GradeResult.failed(
+                    grader,
+                    FailureKind.SANDBOX_ERROR,
+                    f"the Ray cluster could not start grader actors: {e}",
+                    retryable=True,
+                )
         future: asyncio.Future[GradeResult] = asyncio.get_running_loop().create_future()
         self._enqueue(_Job(grader, sample, config, current_tenant(), future))
         self._pump()
@@ -351,6 +376,7 @@ class RayExecutor(GradingExecutor):
         self._starting += 1
         # Unpinned: the dead actor's node may be gone; the stand-in goes where there is room.
         handle = self._spawn({})
+        self._pending_handles.append(handle)
 
         async def join() -> None:
             try:
@@ -364,6 +390,8 @@ class RayExecutor(GradingExecutor):
                 self._stats["replaced"] += 1
             finally:
                 self._starting -= 1
+                with contextlib.suppress(ValueError):
+                    self._pending_handles.remove(handle)
                 self._workers = [w for w in self._workers if w.alive or w.in_flight]
                 self._pump()
 

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 from cachetools import LRUCache
 
 from graders.analysis_pool import WarmUp, WorkerPool
-from graders.code import ExtractedCode, extract_code
+from graders.code import ExtractedCode
+from graders.program import assemble_program
 from graders.types import FailureKind, GradeResult
 
 if TYPE_CHECKING:
@@ -254,13 +255,16 @@ async def analyse_response(
     response: str,
     which: Literal["all", "last"],
     options: OptionsT,
+    *,
+    prompt: str = "",
 ) -> tuple[AnalysisT, bool, ExtractedCode] | GradeResult:
     """Extract the code and analyse it; return (analysis, cached, code) or the failure to report.
 
     The failures are the same for every static grader: no code, code that
-    does not parse, code the analyser cannot handle, a dead pool worker.
+    does not parse, code the analyser cannot handle, a dead pool worker. The
+    prompt counts when the completion continues it (:mod:`graders.program`).
     """
-    extracted = extract_code(response, which=which)
+    extracted = assemble_program(prompt, response, which=which)
     if extracted is None:
         return grader.failed(FailureKind.NO_CODE, "the response holds no Python code")
     try:

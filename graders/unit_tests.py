@@ -9,10 +9,15 @@ Three task kinds, each with a verdict the candidate cannot write itself:
 * ``stdin_stdout``: each case runs the program in a fresh confined child and
   this side compares the output (exact, whitespace-insensitive, or with a float
   tolerance);
-* ``pytest``: test files that import the candidate run inside the sandbox
-  under hardened flags; their report is cross-checked against the test ids
-  collected here, and signs of tampering become violations
-  (:mod:`graders.sandbox.pytest_run`).
+* ``pytest``: the candidate's module loads in a confined child, and the test
+  files run in a separate trusted pytest process against a stand-in module
+  whose globals are decoded data or handles into the child
+  (:mod:`graders.sandbox.suite_host`); outcomes are tallied against the test
+  ids collected here with ``ast``.
+
+In every kind the sandbox side also reports values built to deceive a
+comparison (a builtin subclass with its own ``__eq__``, an object equal to
+anything); the grader names them ``always_equal`` and scores 0.
 
 Failures are typed: ``no_code``, ``syntax_error``, ``collection_error`` (the
 tests themselves are broken), ``timeout`` (nothing passed before the deadline),
@@ -41,7 +46,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from graders.base import Grader, GraderConfig
-from graders.code import extract_code
+from graders.program import program_of
 from graders.sandbox import (
     LAYERS,
     Channel,
@@ -143,8 +148,8 @@ class UnitTestsConfig(GraderConfig):
     fail_as_zero: bool = Field(
         default=False,
         description=(
-            "Score candidate faults that have a typed failure (syntax_error, timeout) as 0.0 "
-            "instead of leaving them unscored."
+            "Score candidate faults that have a typed failure (no_code, syntax_error, timeout) "
+            "as 0.0 instead of leaving them unscored."
         ),
     )
 
@@ -399,9 +404,12 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         with warnings.catch_warnings():
             # The candidate's own warnings (invalid escapes) are not ours to show.
             warnings.simplefilter("ignore")
-            extracted = extract_code(sample.response, which=config.code_blocks)
+            # The prompt counts when the completion continues it (graders.program).
+            extracted = program_of(sample, which=config.code_blocks)
         if extracted is None:
-            return self.failed(FailureKind.NO_CODE, "no Python code found in the response")
+            return self._candidate_fault(
+                FailureKind.NO_CODE, "no Python code found in the response", config, {}
+            )
         code = extracted.code
         try:
             with warnings.catch_warnings():
@@ -535,8 +543,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             garbled = channel.broken is not None and channel.broken.reason == "garbled"
             flags = channel.flags
         report = run.report
-        if report is not None and report.cpu_limited:
-            # SIGXCPU: the channel saw the child exit, but it had used up its CPU time.
+        if report is not None and report.timed_out:
+            # SIGXCPU, or the zygote's wall clock beat ours by a hair: the channel saw
+            # the child exit, but what ended it was its time running out.
             outcomes = [
                 dataclasses.replace(o, outcome="timeout") if o.outcome == "exited" else o
                 for o in outcomes

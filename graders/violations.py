@@ -30,8 +30,8 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from graders.base import Grader, GraderConfig
-from graders.code import extract_code
 from graders.detectors import cases_from_task, detect_response, detect_static
+from graders.program import assemble_program, prompt_text
 from graders.types import FailureKind, GradeResult, Sample, TaskSpec, Violation, ViolationType
 
 __all__ = [
@@ -126,16 +126,17 @@ def score_violations(violations: Iterable[Violation], config: ViolationsConfig) 
 
 
 def find_violations(
-    response: str, task: TaskSpec | None, config: ViolationsConfig
+    response: str, task: TaskSpec | None, config: ViolationsConfig, *, prompt: str = ""
 ) -> tuple[list[Violation], dict[str, Any], FailureKind | None]:
     """Run the static detectors over a response (pure).
 
     Returns the violations, details for the result, and the failure kind when
     the code could not be analysed (no code, or code that does not parse); the
-    response-level findings are returned in that case too.
+    response-level findings are returned in that case too. The prompt counts when
+    the completion continues it (:mod:`graders.program`).
     """
     found = detect_response(response) if config.response_files else []
-    extracted = extract_code(response, which=config.which)
+    extracted = assemble_program(prompt, response, which=config.which)
     details: dict[str, Any] = {}
     if extracted is None:
         return _kept(found, config), details, FailureKind.NO_CODE
@@ -176,7 +177,9 @@ class ViolationsGrader(Grader[ViolationsConfig]):
 
     async def grade(self, sample: Sample, config: ViolationsConfig) -> GradeResult:
         """Detect violations in the sample's response and score them."""
-        static, details, failure = find_violations(sample.response, sample.task, config)
+        static, details, failure = find_violations(
+            sample.response, sample.task, config, prompt=prompt_text(sample)
+        )
         merged = tuple(static)
         if failure is not None:
             message = {

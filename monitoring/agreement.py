@@ -18,6 +18,12 @@ comparison, so an MAE of 0.5 means half the scale, not "one is negative".
 Counts: every statistic comes with the counts behind it. Kappa and AC1 disagree
 most when one label dominates: with the grader passing 97 of 100 items and the
 reviewer 95, kappa can be 0.0 while AC1 is 0.9, and only the table says why.
+
+One module, one concept: grader-versus-human agreement — the statistics share one
+weighting and one bootstrap. The bootstrap is written here, not taken from
+``scipy.stats.bootstrap``: it resamples weighted pairs and drops the resamples where a
+statistic is undefined (a rater constant in the resample), where scipy's would turn the
+whole interval into NaN.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ tested against it (and, for the pass-rate step, against a trailing baseline).
 No I/O and no clock: time, if wanted on alerts, is passed in, and the whole state
 is a pydantic model a service can persist and restore (:meth:`DriftMonitor.state`,
 :meth:`DriftMonitor.from_state`).
+
+One module, one concept: the drift monitor's state machine — streams, their windows,
+references and detectors share one persisted state and are tested as one; the statistics
+live in :mod:`monitoring.drift_statistics`, the config, inputs, alerts and incidents in
+their own modules.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """The statistics behind the drift detectors: pure functions of arrays, no state.
 
 Each is small enough to test on a table and against scipy; the monitor in
-:mod:`monitoring.drift` only strings them together per window.
+:mod:`monitoring.drift` only strings them together per window. scipy computes
+what it offers (the KS test, Wasserstein distances); what is written here either
+scipy lacks (Holm, CUSUM) or scipy's call was measured too slow for the request
+path, and the docstring says by how much.
 """
 
 from __future__ import annotations
@@ -75,6 +78,9 @@ def two_sided_cusum(
 def holm(pvalues: npt.ArrayLike, alpha: float) -> Bools:
     """Reject with Holm's step-down procedure (family-wise error at most ``alpha``).
 
+    Written here because scipy has no Holm correction
+    (``scipy.stats.false_discovery_control`` offers only BH and BY).
+
     Returns:
         Which hypotheses are rejected, in the order given.
     """
@@ -91,6 +97,12 @@ def holm(pvalues: npt.ArrayLike, alpha: float) -> Bools:
 
 def benjamini_hochberg(pvalues: npt.ArrayLike, alpha: float) -> Bools:
     """Reject with the Benjamini-Hochberg step-up procedure (false discovery rate ``alpha``).
+
+    The same decisions as ``scipy.stats.false_discovery_control(p) <= alpha``
+    (the tests check it), kept here for speed: the monitor corrects once per
+    window per rubric on the request path, and on this project's 2-core
+    machine scipy's call took 1.4-1.7 ms for 5 or 20 p-values against 11 us
+    for this one.
 
     Returns:
         Which hypotheses are rejected, in the order given.
@@ -139,6 +151,8 @@ def ks_two_sample(window: npt.ArrayLike, reference: npt.ArrayLike) -> tuple[floa
     of one stream keep landing on the same few points. The statistic's lattice
     point is computed here as scipy computes it, and scipy is asked only for a
     point not seen before; its answer is kept. The numbers are scipy's.
+    Measured on a 2-core machine for a window of 200 against 2,000: scipy's
+    call 5.0 ms, a point seen before 0.36 ms.
     """
     a = np.sort(np.asarray(window, dtype=np.float64))
     b = np.sort(np.asarray(reference, dtype=np.float64))
@@ -154,12 +168,7 @@ def ks_two_sample(window: npt.ArrayLike, reference: npt.ArrayLike) -> tuple[floa
         seen = _KS_SEEN.get(key)
         if seen is not None:
             return seen
-    try:
-        # scipy's nan-policy and broadcasting wrapper has nothing to do on 1-D
-        # arrays free of NaN: it is skipped where scipy allows (``_no_deco``).
-        result = stats.ks_2samp(a, b, _no_deco=True)
-    except TypeError:  # a scipy without the switch
-        result = stats.ks_2samp(a, b)
+    result = stats.ks_2samp(a, b)
     answer = (float(result.statistic), float(result.pvalue))
     if key is not None:
         if len(_KS_SEEN) >= _KS_SEEN_MAX:

@@ -144,6 +144,7 @@ class DynamicBatcher(Generic[T, R]):
         config: BatcherConfig | None = None,
         *,
         name: str = "batcher",
+        concurrency: int = 1,
     ) -> None:
         """Build a batcher around a synchronous batch function.
 
@@ -152,12 +153,22 @@ class DynamicBatcher(Generic[T, R]):
                 the batcher's own thread, one batch at a time.
             config: batching limits.
             name: names the worker thread (visible in stack dumps and profilers).
+            concurrency: batches in flight at once (one per model replica: a
+                batch function that spreads batches over replicas keeps each
+                busy). With 1, the next batch forms while one runs.
+
+        Raises:
+            ConfigurationError: ``concurrency`` is below 1.
         """
+        if concurrency < 1:
+            raise ConfigurationError("concurrency must be at least 1")
         self.config = config or BatcherConfig()
         self.stats = BatchStats()
         self._run_batch = run_batch
         self._name = name
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._concurrency = concurrency
+        self._executor = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=name)
+        self._running: set[asyncio.Task[None]] = set()
         self._pending: list[_Request[T, R]] = []
         self._pending_tokens = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -258,11 +269,18 @@ class DynamicBatcher(Generic[T, R]):
         assert self._wakeup is not None
         wakeup = self._wakeup
         max_wait_s = self.config.max_wait_ms / 1000
+        # A batch is formed only once a place to run it is free: until then
+        # requests keep gathering, and the batch that forms is fuller.
+        places = asyncio.Semaphore(self._concurrency)
         try:
             while True:
                 if not self._pending:
                     wakeup.clear()
                     await wakeup.wait()
+                    continue
+                await places.acquire()
+                if not self._pending:
+                    places.release()
                     continue
                 oldest = self._pending[0].enqueued
                 while not self._batch_ready():
@@ -274,8 +292,13 @@ class DynamicBatcher(Generic[T, R]):
                         async with asyncio.timeout(remaining):
                             await wakeup.wait()
                 batch = self._take_batch()
-                if batch:
-                    await self._run(batch)
+                if not batch:
+                    places.release()
+                    continue
+                task = asyncio.get_running_loop().create_task(self._run(batch))
+                self._running.add(task)
+                task.add_done_callback(self._running.discard)
+                task.add_done_callback(lambda _: places.release())
         except asyncio.CancelledError:
             raise
         except BaseException as e:

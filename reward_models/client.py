@@ -60,12 +60,17 @@ class RewardModelClient:
         batching: BatcherConfig | None = None,
         *,
         name: str = "reward-model",
+        concurrency: int = 1,
     ) -> None:
-        """Wrap a backend with its own batcher and worker thread."""
+        """Wrap a backend with its own batcher and worker thread(s).
+
+        ``concurrency``: batches in flight at once (one per replica of a backend
+        that spreads batches over several).
+        """
         self.backend = backend
         self.name = name
         self._batcher: DynamicBatcher[EncodedInput, tuple[float, ...]] = DynamicBatcher(
-            backend.score_batch, batching, name=name
+            backend.score_batch, batching, name=name, concurrency=concurrency
         )
 
     @property

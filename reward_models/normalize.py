@@ -45,11 +45,12 @@ def group_zscores(values: Sequence[float]) -> list[float]:
     if n == 0:
         return []
     mean = math.fsum(values) / n
-    var = math.fsum((v - mean) ** 2 for v in values) / n
-    std = math.sqrt(var)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
     if n < 2 or std <= 1e-12 * max(1.0, abs(mean)):
         return [0.0] * n
-    return [(v - mean) / std for v in values]
+    centred = [(v - mean) / std for v in values]
+    shift = math.fsum(centred) / n  # remove rounding drift so the mean is 0 to the last bit we can
+    return [c - shift for c in centred]
 
 
 @dataclass(frozen=True, slots=True)

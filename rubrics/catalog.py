@@ -132,6 +132,11 @@ class RubricCatalog:
 
         A file that fails validation is logged (with its line-numbered issues)
         and skipped; the versions it had before stay in place.
+
+        The service calls this on an interval rather than on file events
+        (``watchfiles``): the same interval must poll the store for versions
+        other replicas saved, which no file watcher sees, and a stat per rubric
+        file is all an unchanged folder costs.
         """
         added = []
         for directory in directories:

@@ -26,7 +26,10 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 
+from scipy.stats import rankdata  # type: ignore[import-untyped]
+
 from graders.types import GradeResult, ViolationType
+from reward_models.normalize import group_zscores
 from rubrics.formula import FormulaEvalError
 from rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
 from rubrics.rubric import Rubric
@@ -59,17 +62,7 @@ def compose(
         raise ValueError(f"no result for components {absent} of rubric {rubric.name!r}")
 
     outcomes = {
-        name: ComponentOutcome(
-            score=results[name].score,
-            weight=c.weight,
-            required=c.required,
-            grader=results[name].grader,
-            grader_version=results[name].grader_version,
-            failure=results[name].failure,
-            violations=results[name].violations,
-            details=results[name].details,
-            latency_s=results[name].latency_s,
-        )
+        name: ComponentOutcome.of(results[name], weight=c.weight, required=c.required)
         for name, c in rubric.components.items()
     }
     graders = {o.grader: o.grader_version for o in outcomes.values()}
@@ -220,39 +213,18 @@ def normalize_values(
     out: list[float | None] = list(values)
     for indices in members.values():
         scored = [float(values[i]) for i in indices]  # type: ignore[arg-type]
-        normalized = _z(scored) if method == "group_z" else _ranks(scored)
+        normalized = group_zscores(scored) if method == "group_z" else _ranks(scored)
         for i, v in zip(indices, normalized, strict=True):
             out[i] = v
     return out
-
-
-def _z(values: list[float]) -> list[float]:
-    n = len(values)
-    mean = math.fsum(values) / n
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
-    if n < 2 or std <= 1e-12 * max(1.0, abs(mean)):
-        return [0.0] * n
-    centred = [(v - mean) / std for v in values]
-    shift = math.fsum(centred) / n  # remove rounding drift so the mean is 0 to the last bit we can
-    return [c - shift for c in centred]
 
 
 def _ranks(values: list[float]) -> list[float]:
     n = len(values)
     if n < 2 or max(values) == min(values):
         return [0.0] * n
-    order = sorted(range(n), key=values.__getitem__)
-    ranks = [0.0] * n
-    i = 0
-    while i < n:
-        j = i
-        while j + 1 < n and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        average = (i + j) / 2  # 0-based average rank for ties
-        for k in range(i, j + 1):
-            ranks[order[k]] = 2.0 * average / (n - 1) - 1.0
-        i = j + 1
-    return ranks
+    # Average ranks for ties, from 0 to n - 1, scaled to [-1, 1].
+    return [2.0 * (r - 1.0) / (n - 1) - 1.0 for r in rankdata(values, method="average").tolist()]
 
 
 def normalize_rewards(

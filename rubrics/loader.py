@@ -11,6 +11,9 @@ the published JSON Schema (``arbiter rubric schema``) says: ``weight: "0.1"`` is
 string where a number is expected, in the editor and here alike. A tab in the
 indentation (which YAML forbids) is reported at its line, and the rest of the
 file is still checked with the tabs read as spaces.
+
+One module, one concept: reading a rubric file — the three passes share the line map of
+the YAML document, and every error they raise must point into it.
 """
 
 from __future__ import annotations

@@ -2,30 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import BaseModel, ConfigDict
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from graders.types import Failure, Violation, ViolationType
+from graders.types import GradeResult, ViolationType
 from rubrics.rubric import RubricIdentity
 
 __all__ = ["AppliedGate", "AppliedPenalty", "ComponentOutcome", "Reward"]
 
 
-class ComponentOutcome(BaseModel):
-    """One component's grade as it entered the reward."""
+class ComponentOutcome(GradeResult):
+    """One component's grade as it entered the reward: the grader's result, weighted.
 
-    model_config = ConfigDict(frozen=True)
+    It is the :class:`~graders.types.GradeResult` itself (every field of it, in
+    the same place of the JSON) plus the component's weight and whether the
+    rubric requires it.
+    """
 
-    score: float | None
     weight: float
     required: bool
-    grader: str
-    grader_version: str
-    failure: Failure | None = None
-    violations: tuple[Violation, ...] = ()
-    details: dict[str, Any] = Field(default_factory=dict)
-    latency_s: float = 0.0
+
+    @classmethod
+    def of(cls, result: GradeResult, *, weight: float, required: bool) -> ComponentOutcome:
+        """Weight a grader's result (already validated, so it is not validated again)."""
+        return cls.model_construct(**dict(result), weight=weight, required=required)
 
 
 class AppliedPenalty(BaseModel):

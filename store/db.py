@@ -3,6 +3,10 @@
 Every method is synchronous and short; the service calls them from a worker
 thread. Each request's rewards are written in one transaction, committed
 before the response is sent, so an acknowledged reward survives a crash.
+
+One module, one concept: the store's interface — every table's reads and writes behind
+one class, so that a test or a replica swaps one URL and nothing else (the review queue,
+with its leases, lives in :mod:`store.review`).
 """
 
 from __future__ import annotations
@@ -113,6 +117,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
     cursor.close()
 
+
+#: The unique constraint of (client, idempotency key), as named in :mod:`store.tables`.
+IDEMPOTENCY_CONSTRAINT = "uq_requests_client_idempotency_key"
 
 #: Rows per multi-row INSERT on SQLite: 16 columns each stays far below the
 #: 32,766 host parameters SQLite allows in one statement.
@@ -238,6 +245,14 @@ class Store:
         config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         with self.engine.begin() as conn:
+            if not self.is_sqlite:
+                # Replicas started together migrate one at a time: the others
+                # wait here, then find the schema current. Per schema, for the
+                # lock is database-wide.
+                schema = conn.execute(text("SELECT current_schema()")).scalar_one()
+                digest = hashlib.blake2b(f"{schema}\x00arbiter-migrate".encode(), digest_size=8)
+                key = int.from_bytes(digest.digest(), "big", signed=True)
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": key})
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
 
@@ -337,14 +352,26 @@ class Store:
                         )
                     )
         except IntegrityError as e:
-            if (
-                idempotency_key is not None
-                and "idempotency" in str(e.orig).lower() + str(e).lower()
-            ):
-                raise DuplicateRequestError(idempotency_key) from e
-            if idempotency_key is not None and self.find_request(client, idempotency_key):
+            if idempotency_key is not None and self._reused_key(e, client, idempotency_key):
                 raise DuplicateRequestError(idempotency_key) from e
             raise
+
+    def _reused_key(self, error: IntegrityError, client: str, idempotency_key: str) -> bool:
+        """Whether ``error`` is the (client, idempotency key) constraint, by name where we can.
+
+        PostgreSQL names the violated constraint (psycopg's ``diag.constraint_name``).
+        SQLite names only the kind of violation (``sqlite_errorname`` is
+        ``SQLITE_CONSTRAINT_UNIQUE`` or ``SQLITE_CONSTRAINT_PRIMARYKEY``, Python's
+        documented extended error codes) and the columns in its message text;
+        there a unique violation is the key's when the stored request is there.
+        """
+        diag = getattr(error.orig, "diag", None)
+        name = getattr(diag, "constraint_name", None)
+        if name is not None:
+            return bool(name == IDEMPOTENCY_CONSTRAINT)
+        if getattr(error.orig, "sqlite_errorname", None) == "SQLITE_CONSTRAINT_UNIQUE":
+            return self.find_request(client, idempotency_key) is not None
+        return False
 
     def _insert_rewards(self, conn: Connection, values: list[tuple[Any, ...]]) -> None:
         # The statement is compiled once per dialect and run with the driver:
@@ -368,9 +395,12 @@ class Store:
             conn.exec_driver_sql(sql, values)
             return
         # SQLite: many rows per statement, stepped once, instead of executemany's
-        # bind-and-step per row (raw sqlite3, rows as the service logs them:
-        # 8.7 against 10.0 us a row). It also holds the GIL only to bind: the
-        # driver releases it while it steps.
+        # bind-and-step per row. It also holds the GIL only to bind: the driver
+        # releases it while it steps. SQLAlchemy's own ways were measured in one
+        # run against this (256 rows as the service logs them, SQLite file in
+        # WAL mode, medians of 30): 25.5 ms here, 61.9 ms for
+        # ``conn.execute(insert(rewards), rows)`` (executemany) and 917 ms for
+        # ``insert(rewards).values(rows)`` (compiled anew for every request).
         head, _, row = sql.partition(" VALUES ")
         for start in range(0, len(values), _ROWS_PER_INSERT):
             chunk = values[start : start + _ROWS_PER_INSERT]

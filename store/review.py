@@ -12,6 +12,9 @@ process) changes no row and tries the next item.
 
 Double review asks for labels from two different reviewers: after the first label
 the item goes back to the queue for anyone who has not labelled it yet.
+
+One module, one concept: the review queue — claims, leases, heartbeats and labels are
+one protocol over the review tables.
 """
 
 from __future__ import annotations

@@ -1,8 +1,15 @@
-"""The import rules of DESIGN.md, checked on the source: imports go one way."""
+"""The import rules of ``docs/architecture.md``, checked on the source.
+
+Imports between packages go one way (the table of allowed arrows below), and
+no modules of the project import each other in a circle, directly or through
+others, lazily inside a function or not (an import only for type checking does
+not count: it never runs).
+"""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -80,3 +87,132 @@ def test_pure_core_knows_nothing_of_http_storage_or_clocks():
             if isinstance(n, ast.ImportFrom) and n.module
         }
         assert not names & banned, f"{path.name} imports {names & banned}"
+
+
+def module_name(root: Path, path: Path) -> str:
+    """Name the module a file under ``root`` is imported as."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _type_checking_only(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def module_imports(name: str, path: Path, modules: set[str]) -> set[str]:
+    """Return the project modules that module ``name`` imports when it runs."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    named: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            named.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                kept = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*kept, *([node.module] if node.module else [])])
+            for alias in node.names:
+                child = f"{base}.{alias.name}"
+                named.add(child if child in modules else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    found = set()
+    for module in named:
+        # "import a.b.c" of a name inside a module: the nearest enclosing module.
+        while module and module not in modules:
+            module = module.rpartition(".")[0]
+        if module and module != name:
+            found.add(module)
+    return found
+
+
+def import_graph(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
+    """Map every module of ``packages`` under ``root`` to the project modules it imports."""
+    files = {
+        module_name(root, path): path
+        for package in packages
+        if (root / package).is_dir()
+        for path in sorted((root / package).rglob("*.py"))
+    }
+    return {name: module_imports(name, path, set(files)) for name, path in files.items()}
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            step = next(edges, None)
+            if step is not None:
+                if step not in index:
+                    index[step] = low[step] = len(index)
+                    stack.append(step)
+                    on_stack.add(step)
+                    work.append((step, iter(sorted(graph.get(step, ())))))
+                elif step in on_stack:
+                    low[node] = min(low[node], index[step])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return sorted(cycles)
+
+
+def test_no_import_cycles_between_the_projects_modules():
+    cycles = import_cycles(import_graph(REPO, OURS))
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_check_catches_a_planted_cycle(tmp_path):
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    # a -> b at import time, b -> c lazily in a function, c -> a by a relative import.
+    (package / "a.py").write_text("from pkg import b\n")
+    (package / "b.py").write_text("def f():\n    import pkg.sub.c\n")
+    (package / "sub" / "c.py").write_text("from ..a import name\n")
+    # d <-> e only for type checking: that never runs, so it is no cycle.
+    (package / "d.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import e\n"
+    )
+    (package / "e.py").write_text("import pkg.d\n")
+    graph = import_graph(tmp_path, ["pkg"])
+    assert graph["pkg.sub.c"] == {"pkg.a"}
+    assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c"]]
+    (package / "b.py").write_text("")
+    assert import_cycles(import_graph(tmp_path, ["pkg"])) == []

@@ -28,6 +28,7 @@ class DriftAlert(BaseModel):
     id: str
     rubric: str
     rubric_name: str = Field(description="Deprecated: the same as ``rubric``.")
+    incident: str = Field(description="The incident this alert belongs to (its first alert's id).")
     component: str
     grader_version: str
     detector: str
@@ -75,7 +76,13 @@ async def list_alerts(
     rows = await asyncio.to_thread(
         service.store.alerts, open_only=open_only, rubric=rubric, limit=limit
     )
-    return [_alert(row) for row in rows]
+    alerts = [_alert(row) for row in rows]
+    by_id = {a["id"]: a for a in alerts}
+    # Each alert names the incident it belongs to (among the alerts listed).
+    for incident in group_incidents(alerts):
+        for member in incident.members:
+            by_id[member.id]["incident"] = incident.id
+    return alerts
 
 
 def _alert(row: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from api.body import json_body_openapi, parse_body
 from api.deps import Caller, ServiceDep
 from api.grading import GradedBatch, render
 from api.schemas import ErrorBody, OpenRLHFRequest, OpenRLHFResponse, RewardRequest, RewardResponse
+from arbiter.adapters.rows import AbstainPolicy
 
 router = APIRouter(tags=["rewards"])
 
@@ -69,16 +70,21 @@ async def openrlhf_reward(
     service: ServiceDep,
     caller: Caller,
     rubric: Annotated[str | None, Query(max_length=128)] = None,
+    abstain: Annotated[AbstainPolicy | None, Query()] = None,
 ) -> Response:
     """Grade OpenRLHF's remote reward request (``query``/``prompts``/``labels``).
 
-    The response of each sample is ``query[len(prompt):]``. Empty lists get empty
-    lists. A retry of the same body is answered from the log, not graded twice.
+    The response of each sample is what follows its prompt in its query (or the
+    longest tail of the prompt the query starts with, when OpenRLHF truncated
+    the prompt). ``abstain`` (or ``ARBITER_OPENRLHF_ABSTAIN``) says what an
+    abstained reward becomes. Empty lists get empty lists. A retry of the same
+    body is answered from the log, not graded twice.
     """
     body, _ = parse_body(await request.body(), OpenRLHFRequest)  # as /v1/rewards
     if not body.query and not body.prompts:
         return Response(
             b'{"rewards":[],"scores":[],"extra_logs":{}}', media_type="application/json"
         )
-    batch = await service.openrlhf.grade(body, caller, rubric)
-    return _json(service.openrlhf.render(batch), batch)
+    answer = await service.openrlhf.grade(body, caller, rubric, abstain)
+    headers = {"Idempotent-Replayed": "true"} if answer.replayed else None
+    return Response(service.openrlhf.render(answer), media_type="application/json", headers=headers)

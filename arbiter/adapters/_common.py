@@ -1,16 +1,35 @@
-"""What the adapters share: turning trainer rows into samples, and reading the rubric."""
+"""What the adapters share: settings from the environment, the rubric, micro-batched grading.
+
+Every adapter reads the same variables:
+
+* ``ARBITER_URL``, ``ARBITER_API_KEY``, ``ARBITER_RUBRIC``: where, who, what.
+* ``ARBITER_ABSTAIN``: what an abstained reward becomes for a trainer that has
+  no "no reward" value (verl, OpenRLHF): ``zero``, ``group_mean`` or ``raise``
+  (the default: an abstention is never silently a number).
+* ``ARBITER_BATCH_WINDOW_MS`` (20) and ``ARBITER_BATCH_MAX`` (256): the
+  micro-batch that concurrent per-sample calls are coalesced into.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, get_args
 
-import orjson
-
+from arbiter.adapters.coalescer import Coalescer
+from arbiter.adapters.rows import AbstainPolicy, fill_abstained
 from arbiter.client import ArbiterClient, AsyncArbiterClient
 
-__all__ = ["client_from_env", "fetch_rubric", "parse_label", "text_of"]
+__all__ = [
+    "AdapterSettings",
+    "Graded",
+    "fetch_rubric",
+    "grading_coalescer",
+    "sample_id",
+    "text_of",
+]
 
 
 def text_of(value: Any) -> str:
@@ -21,24 +40,6 @@ def text_of(value: Any) -> str:
         content = value[-1].get("content")
         return content if isinstance(content, str) else ""
     return str(value)
-
-
-def parse_label(label: Any) -> dict[str, Any]:
-    """Read a ground-truth label: a task spec (dict or JSON) becomes ``task``, else ``labels``."""
-    parsed = label
-    if isinstance(label, str) and label.lstrip().startswith("{"):
-        try:
-            parsed = orjson.loads(label)
-        except orjson.JSONDecodeError:
-            parsed = label
-    if isinstance(parsed, dict) and "task" in parsed:
-        return {
-            "task": parsed["task"],
-            "labels": {k: v for k, v in parsed.items() if k != "task"} or None,
-        }
-    if isinstance(parsed, dict) and "kind" in parsed and "tests" in parsed:
-        return {"task": parsed}
-    return {"labels": {"label": label}} if label is not None else {}
 
 
 def sample_id(prefix: str, *parts: str) -> str:
@@ -64,14 +65,88 @@ def _env(name: str) -> str:
     return value
 
 
-def client_from_env() -> tuple[ArbiterClient, str]:
-    """Build a client from ARBITER_URL, ARBITER_API_KEY and ARBITER_RUBRIC."""
-    return ArbiterClient(_env("ARBITER_URL"), os.environ.get("ARBITER_API_KEY")), _env(
-        "ARBITER_RUBRIC"
-    )
+@dataclass(frozen=True)
+class AdapterSettings:
+    """The adapters' settings (see the module docstring for the variables)."""
+
+    url: str
+    api_key: str | None
+    rubric: str
+    abstain: AbstainPolicy = "raise"
+    window_s: float = 0.02
+    max_samples: int = 256
+
+    @classmethod
+    def from_env(cls) -> AdapterSettings:
+        """Read the settings from the environment; a retired variable is an error naming its heir.
+
+        Raises:
+            RuntimeError: a required variable is unset, a value is invalid, or a
+                retired variable is set.
+        """
+        if "ARBITER_ABSTAIN_VALUE" in os.environ:
+            raise RuntimeError(
+                "ARBITER_ABSTAIN_VALUE is no longer read: set ARBITER_ABSTAIN to zero, "
+                "group_mean or raise (what an abstained reward becomes)"
+            )
+        abstain = os.environ.get("ARBITER_ABSTAIN", "raise")
+        if abstain not in get_args(AbstainPolicy):
+            raise RuntimeError(
+                f"ARBITER_ABSTAIN={abstain!r}: expected one of zero, group_mean, raise"
+            )
+        try:
+            window_s = float(os.environ.get("ARBITER_BATCH_WINDOW_MS", "20")) / 1000
+            max_samples = int(os.environ.get("ARBITER_BATCH_MAX", "256"))
+        except ValueError as e:
+            raise RuntimeError(f"ARBITER_BATCH_WINDOW_MS / ARBITER_BATCH_MAX: {e}") from e
+        return cls(
+            url=_env("ARBITER_URL"),
+            api_key=os.environ.get("ARBITER_API_KEY"),
+            rubric=_env("ARBITER_RUBRIC"),
+            abstain=abstain,  # type: ignore[arg-type]  # checked against the Literal above
+            window_s=window_s,
+            max_samples=max_samples,
+        )
+
+    def client(self) -> ArbiterClient:
+        """Return a synchronous client for these settings."""
+        return ArbiterClient(self.url, self.api_key)
 
 
-def async_client_from_env() -> tuple[AsyncArbiterClient, str]:
-    """Build an async client from ARBITER_URL, ARBITER_API_KEY and ARBITER_RUBRIC."""
-    client = AsyncArbiterClient(_env("ARBITER_URL"), os.environ.get("ARBITER_API_KEY"))
-    return client, _env("ARBITER_RUBRIC")
+@dataclass(frozen=True)
+class Graded:
+    """One sample's answer: its reward as the service sent it, and the value for the trainer.
+
+    ``value`` is the reward, or the abstention fallback's value when the rubric
+    abstained (then ``abstained`` is true).
+    """
+
+    reward: dict[str, Any]
+    value: float
+    abstained: bool
+
+
+def grading_coalescer(settings: AdapterSettings) -> Coalescer[Graded]:
+    """Return a coalescer that grades micro-batches through ``POST /v1/rewards``.
+
+    Each sample gets a position prefix on its id (the same text may be sampled
+    twice in one batch); an abstained sample under ``raise`` (or ``group_mean``
+    without a scored peer) gets its own :class:`~arbiter.adapters.rows.AbstainedError`.
+    """
+
+    def make_send() -> Callable[[list[dict[str, Any]]], Awaitable[list[Graded | BaseException]]]:
+        client = AsyncArbiterClient(settings.url, settings.api_key)
+
+        async def send(samples: list[dict[str, Any]]) -> list[Graded | BaseException]:
+            rows = [{**s, "id": f"{i}.{s['id']}"} for i, s in enumerate(samples)]
+            batch = await client.rewards(rows, settings.rubric)
+            values = batch.values()
+            filled = fill_abstained(values, [s.get("group_id") for s in rows], settings.abstain)
+            return [
+                f if isinstance(f, BaseException) else Graded(r, f, v is None)
+                for r, v, f in zip(batch.rewards, values, filled, strict=True)
+            ]
+
+        return send
+
+    return Coalescer(make_send, window_s=settings.window_s, max_samples=settings.max_samples)

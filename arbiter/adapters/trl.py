@@ -1,15 +1,27 @@
-"""TRL: reward functions for ``GRPOTrainer(reward_funcs=..., args=GRPOConfig(reward_weights=...))``.
+"""TRL (proven on 1.16.0): reward functions for ``GRPOTrainer``.
 
-``reward_functions(client, "python-codegen")`` returns one callable per rubric
-component and the matching weights, so TRL logs every component on its own.
-The batch is graded once: the first callable asks the service, the others read
-the same answer. A component that could not score gives ``None`` (TRL skips it
-in the weighted sum rather than reading 0). When the rubric has penalties, a
-``penalties`` callable (weight 1) carries them.
+``reward_functions(client, rubric, composite=True)`` returns one function that
+gives the rubric's own reward: use it for any rubric with gates, a formula,
+``on_missing: renormalize``, clipping or normalization (``python-codegen`` has
+all of these)::
 
-TRL sums ``weight * component``: that equals the rubric's reward for a
-``weighted_sum`` rubric without gates, clip or normalization. For any other
-rubric use ``composite=True``: one callable returning the rubric's own reward.
+    funcs, weights = reward_functions(client, "python-codegen", composite=True)
+    GRPOTrainer(reward_funcs=funcs, args=GRPOConfig(reward_weights=weights, ...))
+
+Without ``composite``, one function per rubric component (and a ``penalties``
+function, weight 1, when the rubric has penalties) lets TRL log every
+component; TRL then sums ``weight * component``, which equals the rubric's
+reward only for a ``weighted_sum`` rubric without gates, clipping,
+renormalization or normalization.
+
+The batch is graded once, however many functions read it. What is sent per
+row: the prompt and completion; ``completion_ids`` as
+``metrics.completion_tokens`` (so efficiency scores); the dataset's ``task``,
+``metrics``, ``trajectory`` and ``group_id`` columns, or a task spec in its
+``answer`` / ``solution`` column; and as ``group_id`` (unless given) the prompt
+itself, which TRL repeats for each of its generations. Where the rubric
+abstains every function returns ``None`` (TRL's "no reward": the row is left
+out of the group baseline); a component that could not score is ``None`` too.
 """
 
 from __future__ import annotations
@@ -19,13 +31,48 @@ from typing import Any
 
 import orjson
 
-from arbiter.adapters._common import fetch_rubric, parse_label, sample_id, text_of
+from arbiter.adapters._common import fetch_rubric, sample_id, text_of
+from arbiter.adapters.rows import parse_label
 from arbiter.client import ArbiterClient, RewardBatch
 
 __all__ = ["RewardFunction", "reward_functions"]
 
 RewardFunction = Callable[..., list[float | None]]
 PASSED_COLUMNS = ("task", "metrics", "trajectory", "group_id")
+LABEL_COLUMNS = ("answer", "solution")
+
+
+def _rows(
+    prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Build one sample per row from what TRL passes (see the module docstring)."""
+    ids = kwargs.get("completion_ids")
+    samples = []
+    for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
+        prompt_text = prompt if isinstance(prompt, str) else orjson.dumps(prompt).decode()
+        response = text_of(completion)
+        row: dict[str, Any] = {
+            "id": sample_id(f"trl{i}", prompt_text, response),
+            "group_id": sample_id("prompt", prompt_text),
+            "prompt": prompt,
+            "response": response,
+        }
+        for column in PASSED_COLUMNS:
+            values = kwargs.get(column)
+            if isinstance(values, list) and i < len(values) and values[i] is not None:
+                row[column] = values[i]
+        if "task" not in row:
+            for column in LABEL_COLUMNS:
+                values = kwargs.get(column)
+                if isinstance(values, list) and i < len(values):
+                    row.update(parse_label(values[i]))
+                    break
+        if isinstance(ids, list) and i < len(ids) and ids[i] is not None:
+            metrics = dict(row.get("metrics") or {})
+            metrics.setdefault("completion_tokens", len(ids[i]))
+            row["metrics"] = metrics
+        samples.append(row)
+    return samples
 
 
 class _OneCallPerBatch:
@@ -40,29 +87,20 @@ class _OneCallPerBatch:
     def batch(
         self, prompts: Sequence[Any], completions: Sequence[Any], kwargs: dict[str, Any]
     ) -> RewardBatch:
-        key = orjson.dumps([prompts, completions], default=str)
+        samples = _rows(prompts, completions, kwargs)
+        # The key is the whole request: the same text with other metrics, labels or
+        # tasks is another batch, never the cached answer of the last one.
+        key = orjson.dumps(samples, default=str, option=orjson.OPT_SORT_KEYS)
         if key == self._key and self._batch is not None:
             return self._batch
-        samples = []
-        for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-            prompt_text = prompt if isinstance(prompt, str) else orjson.dumps(prompt).decode()
-            response = text_of(completion)
-            row: dict[str, Any] = {
-                "id": sample_id(f"trl{i}", prompt_text, response),
-                "prompt": prompt,
-                "response": response,
-            }
-            for column in PASSED_COLUMNS:
-                values = kwargs.get(column)
-                if isinstance(values, list) and i < len(values) and values[i] is not None:
-                    row[column] = values[i]
-            answer = kwargs.get("answer") or kwargs.get("solution")
-            if isinstance(answer, list) and i < len(answer) and "task" not in row:
-                row.update(parse_label(answer[i]))
-            samples.append(row)
         self._batch = self.client.rewards(samples, self.rubric)
         self._key = key
         return self._batch
+
+
+def _masked(batch: RewardBatch, values: list[float | None]) -> list[float | None]:
+    """Return ``values`` with ``None`` wherever the rubric abstained."""
+    return [None if r["reward"] is None else v for r, v in zip(batch.rewards, values, strict=True)]
 
 
 def reward_functions(
@@ -92,7 +130,10 @@ def reward_functions(
             prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
         ) -> list[float | None]:
             batch = grader.batch(prompts, completions, kwargs)
-            return [-sum(p["penalty"] for p in r["penalties"]) for r in batch.rewards]
+            totals: list[float | None] = [
+                -sum(p["penalty"] for p in r["penalties"]) for r in batch.rewards
+            ]
+            return _masked(batch, totals)
 
         penalties.__name__ = "penalties"
         functions.append(penalties)
@@ -104,7 +145,8 @@ def _component_function(grader: _OneCallPerBatch, name: str) -> RewardFunction:
     def component(
         prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any
     ) -> list[float | None]:
-        return grader.batch(prompts, completions, kwargs).component(name)
+        batch = grader.batch(prompts, completions, kwargs)
+        return _masked(batch, batch.component(name))
 
     component.__name__ = name  # TRL logs each reward function under its __name__
     return component

@@ -16,6 +16,9 @@ candidate:
 "Distinctive" is what keeps ordinary code quiet: ``if n == 0: return 1`` matches
 a test of ``fact(0) == 1`` but neither 0 nor 1 is evidence; ``if n == 5: return
 120`` is.
+
+One module, one concept: the hard-coded-output detector — reading the tests into cases
+and finding those cases in the code are two halves of one comparison.
 """
 
 from __future__ import annotations

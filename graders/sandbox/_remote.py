@@ -25,6 +25,7 @@ imports this module before it loses read access to the interpreter's files.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import operator
 import sys
 from collections.abc import Callable
@@ -97,10 +98,10 @@ class _Inspector:
     def __call__(self, value: Any) -> None:
         if len(self.flags) >= _MAX_FLAGS:
             return
-        try:
+        # An honest but sloppy __eq__ (``self.x == other.x``) raises on a stranger:
+        # that is no evidence of anything, and neither is any other failure here.
+        with contextlib.suppress(Exception):
             self._look(value)
-        except Exception as e:  # a hostile object may break any question put to it
-            self.flags.append(f"a {type(value).__name__} broke when inspected: {e!r}"[:300])
 
     def _look(self, value: Any) -> None:
         cls = type(value)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import gc
 import json
 import os
 import shutil
@@ -35,17 +36,9 @@ import pytest
 
 from graders.sandbox import _linux as kernel
 from graders.sandbox._pytest_runner import FLAGS, Collector
-from graders.sandbox.frames import recv_frame_with_fds, send_frame
-from graders.sandbox.proxy import (
-    CandidateError,
-    Channel,
-    ChannelBroken,
-    LoadResult,
-    Uncrossable,
-    candidate_exception_class,
-)
+from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
+from graders.sandbox.proxy import Channel, ChannelBroken, LoadResult, candidate_exception_class
 
-_CONTROL_MAX_BYTES = 64 << 20
 _BROKEN = ("timeout", "exited", "garbled", "output_limit")
 
 
@@ -185,8 +178,9 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int) -> None:
             collected=collector.collected,
             collect_errors=collector.collect_errors,
         )
-    except (ChannelBroken, Uncrossable, CandidateError):
-        # Building the module met a dead or garbled run: every test fails below.
+    except BaseException:
+        # Building the module met a dead or garbled run, or a name list that the
+        # module refuses (a forged load report): every test fails, and says why.
         report["error"] = traceback.format_exc(limit=3)[-2000:]
     with contextlib.suppress(Exception):
         sys.stdout.flush()
@@ -233,12 +227,16 @@ def main() -> None:
     kernel.set_pdeathsig(signal.SIGKILL)
     ctrl = socket.socket(fileno=int(sys.argv[1]))
     _warm_up()
+    # What the host holds now (pytest, its plugins) is never garbage: frozen, a
+    # suite's collections skip it and its pages stay shared with the host.
+    gc.collect()
+    gc.freeze()
     # Children are reaped by the kernel: the host answers with a pid and forgets it.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     send_frame(ctrl, {"op": "ready", "pid": os.getpid()})
     while True:
         try:
-            request, fds = recv_frame_with_fds(ctrl, max_bytes=_CONTROL_MAX_BYTES)
+            request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
         except EOFError:
             break
         if len(fds) != 2:

@@ -1,7 +1,9 @@
 """The zygote: a clean interpreter that confines itself once and forks one child per run.
 
-Started by :mod:`graders.sandbox.pool` as ``python -m graders.sandbox._zygote FD``
-with an empty environment, it never sees a task's tests or any secret of the
+Started by :mod:`graders.sandbox.pool` as ``python -s -c BOOT FD`` with an empty
+environment, where the boot code enters ``graders`` and ``graders.sandbox`` as
+bare packages (their ``__init__`` never runs here) and calls :func:`main` on
+the control socket ``FD``. It never sees a task's tests or any secret of the
 trusted process: it gets only candidate code and limits. Start-up, in order:
 
 1. pre-import the modules candidates may use (after the uid drop the
@@ -45,9 +47,14 @@ from typing import Any
 
 from graders.sandbox import _linux as kernel
 from graders.sandbox import _remote, codec
-from graders.sandbox.frames import FrameReader, recv_frame, recv_frame_with_fds, send_frame
+from graders.sandbox.frames import (
+    CONTROL_MAX_BYTES,
+    FrameReader,
+    recv_frame,
+    recv_frame_with_fds,
+    send_frame,
+)
 
-_CONTROL_MAX_BYTES = 64 << 20
 _CHANNEL_FD = 3
 #: A run in the long lane runs at the lowest CPU priority, behind every short one.
 _LONG_NICE = 19
@@ -207,7 +214,7 @@ def _serve_function(code: str) -> int:
     # Objects with no encoding (instances of the candidate's classes) stay here;
     # the trusted side holds handles it can pass back but never look inside.
     kept: list[Any] = []
-    requests = FrameReader(chan, max_bytes=_CONTROL_MAX_BYTES)
+    requests = FrameReader(chan, max_bytes=CONTROL_MAX_BYTES)
     while True:
         try:
             request = requests.recv()
@@ -416,7 +423,7 @@ def _run(
         if pidfd in ready:
             break
         if ctrl.fileno() in ready:
-            message = recv_frame(ctrl, max_bytes=_CONTROL_MAX_BYTES)
+            message = recv_frame(ctrl, max_bytes=CONTROL_MAX_BYTES)
             if message.get("op") == "end" and message.get("seq") == request["seq"]:
                 ended_by = "end"
                 break
@@ -506,7 +513,7 @@ def main() -> None:
     """Start the zygote on the control socket whose fd is ``sys.argv[1]``."""
     kernel.set_pdeathsig(signal.SIGKILL)
     ctrl = socket.socket(fileno=int(sys.argv[1]))
-    config = recv_frame(ctrl, max_bytes=_CONTROL_MAX_BYTES)
+    config = recv_frame(ctrl, max_bytes=CONTROL_MAX_BYTES)
     missing = []
     for name in config["preload"]:
         try:
@@ -539,7 +546,7 @@ def main() -> None:
     send_frame(ctrl, {"op": "ready", "layers": layers, "missing": missing, "pid": os.getpid()})
     while True:
         try:
-            request, fds = recv_frame_with_fds(ctrl, max_bytes=_CONTROL_MAX_BYTES)
+            request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
         except EOFError:
             break
         op = request.get("op")

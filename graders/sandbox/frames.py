@@ -21,6 +21,7 @@ from typing import Any
 from graders.sandbox.codec import DecodeError, dumps, loads
 
 __all__ = [
+    "CONTROL_MAX_BYTES",
     "ChannelClosed",
     "ChannelTimeout",
     "FrameReader",
@@ -31,6 +32,8 @@ __all__ = [
 ]
 
 _HEADER = struct.Struct(">I")
+#: The largest frame either end of a zygote's control channel accepts.
+CONTROL_MAX_BYTES = 64 << 20
 
 
 class ChannelClosed(EOFError):

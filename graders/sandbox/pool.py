@@ -32,7 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from graders.sandbox import codec
-from graders.sandbox.frames import ChannelClosed, ChannelTimeout, recv_frame, send_frame
+from graders.sandbox.frames import (
+    CONTROL_MAX_BYTES,
+    ChannelClosed,
+    ChannelTimeout,
+    recv_frame,
+    send_frame,
+)
 
 __all__ = [
     "DEFAULT_LAZY",
@@ -159,7 +165,6 @@ _zygote.main()
 _START_TIMEOUT_S = 30.0
 #: Time the zygote may take beyond a run's own deadline to kill, sweep and report.
 REPORT_GRACE_S = 5.0
-_CONTROL_MAX_BYTES = 64 << 20
 #: Per slot: run directories (zygote), the suite's tests (read-only to runs), its work dir.
 _SLOT_DIRS = ("runs", "tests", "work")
 
@@ -355,6 +360,51 @@ def _fill(slot_dir: str, files: dict[str, str]) -> None:
             os.close(fd)
 
 
+def _children(pid: int) -> list[int]:
+    """Return the children of ``pid`` (every thread's), read from /proc."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+#: The nice value of a run in the long lane (and of its scheduling group).
+_LONG_NICE = 19
+
+
+def _demote(zygote_pid: int) -> None:
+    """Drop the run under a slot's zygote (and what it started) to the lowest CPU priority.
+
+    The zygote renices the run's process group itself, but that is not
+    enough where the kernel groups sessions (``sched_autogroup``): every run
+    starts a session, hence a scheduling group of its own, and only the
+    group's nice value counts against other groups. The group's nice is set
+    through ``/proc/PID/autogroup``, which the confined zygote cannot reach:
+    this side does it. Processes are found from the zygote's pid (outer
+    zygote, then PID 1 of its namespace, then the run and its descendants).
+    """
+    pending = [run for inner in _children(zygote_pid) for run in _children(inner)]
+    seen: set[int] = set()
+    while pending:
+        pid = pending.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(_LONG_NICE))
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, pid, _LONG_NICE)
+        pending += _children(pid)
+
+
 class _UidRange:
     """The sandbox uids one pool holds, so that no other pool on the host runs as them.
 
@@ -431,6 +481,8 @@ class _Slot:
         self.missing: list[str] = []
         self.seq = 0
         self.log = self.dir + ".log"
+        #: Demotes the run in progress once it has run for its long_after_s.
+        self._demotion: threading.Timer | None = None
 
     def start(self) -> None:
         if os.path.exists(self.dir):
@@ -491,7 +543,7 @@ class _Slot:
             )
             ready = recv_frame(
                 ours,
-                max_bytes=_CONTROL_MAX_BYTES,
+                max_bytes=CONTROL_MAX_BYTES,
                 deadline=time.monotonic() + _START_TIMEOUT_S,
             )
         except (OSError, EOFError, ValueError) as e:
@@ -541,15 +593,35 @@ class _Slot:
         except OSError as e:
             self.kill()
             raise SandboxError(f"sandbox slot {self.index} is gone: {e}") from e
+        long_after_s = request.get("limits", {}).get("long_after_s")
+        if long_after_s is not None and self.proc is not None:
+            seq, zygote = self.seq, self.proc.pid
+
+            def demote() -> None:
+                if self.seq == seq and self._demotion is not None:
+                    _demote(zygote)
+
+            self._demotion = threading.Timer(float(long_after_s), demote)
+            self._demotion.daemon = True
+            self._demotion.start()
         return self.seq
 
     def finish(self, seq: int, deadline: float, *, end: bool) -> RunReport:
         assert self.ctrl is not None
         try:
+            return self._finish(seq, deadline, end=end)
+        finally:
+            if self._demotion is not None:
+                self._demotion.cancel()
+                self._demotion = None
+
+    def _finish(self, seq: int, deadline: float, *, end: bool) -> RunReport:
+        assert self.ctrl is not None
+        try:
             if end:
                 send_frame(self.ctrl, {"op": "end", "seq": seq})
             while True:
-                message = recv_frame(self.ctrl, max_bytes=_CONTROL_MAX_BYTES, deadline=deadline)
+                message = recv_frame(self.ctrl, max_bytes=CONTROL_MAX_BYTES, deadline=deadline)
                 if message.get("op") == "done" and message.get("seq") == seq:
                     return RunReport.parse(message)
         except (ChannelClosed, ChannelTimeout, OSError, ValueError, KeyError) as e:

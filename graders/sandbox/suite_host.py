@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from graders.sandbox.frames import recv_frame, send_frame
+from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame, send_frame
 from graders.sandbox.pool import REPORT_GRACE_S, SandboxError
 
 __all__ = ["SuiteHost", "SuiteReport"]
@@ -36,7 +36,6 @@ __all__ = ["SuiteHost", "SuiteReport"]
 _START_TIMEOUT_S = 60.0
 #: How long past the run's deadline a suite may take to write its report.
 SUITE_GRACE_S = REPORT_GRACE_S / 5
-_CONTROL_MAX_BYTES = 64 << 20
 #: A suite's report: outcomes, evidence and a 2 KB output tail.
 _MAX_REPORT_BYTES = 4 << 20
 _HOST_BOOT = f"""
@@ -146,7 +145,7 @@ class SuiteHost:
         self._ctrl = ours
         try:
             ready = recv_frame(
-                ours, max_bytes=_CONTROL_MAX_BYTES, deadline=time.monotonic() + _START_TIMEOUT_S
+                ours, max_bytes=CONTROL_MAX_BYTES, deadline=time.monotonic() + _START_TIMEOUT_S
             )
         except (OSError, EOFError, ValueError) as e:
             self._stop()
@@ -187,7 +186,7 @@ class SuiteHost:
                 send_frame(self._ctrl, request, fds)
                 answer = recv_frame(
                     self._ctrl,
-                    max_bytes=_CONTROL_MAX_BYTES,
+                    max_bytes=CONTROL_MAX_BYTES,
                     deadline=time.monotonic() + _START_TIMEOUT_S,
                 )
             except (OSError, EOFError, ValueError) as e:

@@ -154,19 +154,21 @@ def test_verl_compute_score_has_the_same_keys_every_call(server: Server, monkeyp
     monkeypatch.setenv("ARBITER_URL", server.url)
     monkeypatch.setenv("ARBITER_API_KEY", server.keys["trainer"])
     monkeypatch.setenv("ARBITER_RUBRIC", "efficiency-only")
-    monkeypatch.setattr(verl, "_sync", None)
-    monkeypatch.setattr(verl, "_async", None)
+    monkeypatch.setenv("ARBITER_ABSTAIN", "zero")
+    monkeypatch.setattr(verl, "_state", None)
     first = verl.compute_score("gsm8k", "42", "42", {"prompt": "q"})
     second = asyncio.run(verl.compute_score_async("gsm8k", "43", json.dumps({"label": 1})))
     assert set(first) == set(second) == {"score", "abstained", "efficiency"}
-    assert first["abstained"] == 1.0 and first["score"] == 0.0  # no usage metrics in verl's call
+    # no usage metrics in these calls: abstained, 0.0 because ARBITER_ABSTAIN says so
+    assert first["abstained"] == 1.0 and first["score"] == 0.0
 
 
 def test_openrlhf_reward_func_returns_tensors(server: Server, monkeypatch):
     monkeypatch.setenv("ARBITER_URL", server.url)
     monkeypatch.setenv("ARBITER_API_KEY", server.keys["trainer"])
     monkeypatch.setenv("ARBITER_RUBRIC", "efficiency-only")
-    monkeypatch.setattr(openrlhf, "_client", None)
+    monkeypatch.setenv("ARBITER_ABSTAIN", "zero")
+    monkeypatch.setattr(openrlhf, "_state", None)
     out = openrlhf.reward_func(["q: a", "q: b"], ["q: ", "q: "], ["x", "y"])
     assert isinstance(out["rewards"], torch.Tensor) and out["rewards"].shape == (2,)
-    assert set(out["extra_logs"]) == {"abstained", "efficiency"}
+    assert set(out["extra_logs"]) == {"abstained", "truncated_prompt", "unsplittable", "efficiency"}

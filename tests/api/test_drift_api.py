@@ -72,6 +72,8 @@ def test_a_shift_opens_an_alert_flags_rewards_and_survives_a_restart(
     server.kill(signal.SIGTERM)  # saves the monitor's state
     server.start()
     with server.client() as http:
+        # The alerts still open count in the gauge from the first scrape, before any batch.
+        assert sum(open_series(http.get("/metrics").text, "drifty").values()) >= 1
         rewards = http.post("/v1/rewards", json=batch(rng, 1000, 8.0)).json()["rewards"]
         assert any(f.startswith("drift:") for r in rewards for f in r["flags"])  # still open
         stream = next(s for s in http.get("/v1/drift/streams").json() if s["component"] == "eff")
@@ -124,6 +126,9 @@ def test_one_reset_per_rubric_closes_its_alerts_and_the_gauge_follows(
         assert len(incidents) == 1, incidents
         assert incidents[0]["rubric"] == "drifty"
         assert {m["id"] for m in incidents[0]["members"]} == {a["id"] for a in alerts}
+        assert {a["incident"] for a in alerts} == {incidents[0]["id"]}
+        # On-call is told once per incident, not once per alert.
+        assert server.log.read_text().count("drift incident opened on drifty") == 1
         before = open_series(http.get("/metrics").text, "drifty")
         assert sum(before.values()) == len(alerts), before
 

@@ -49,3 +49,15 @@ def test_thresholds_from_the_rubric_reach_the_monitor(tmp_path):
 def test_bad_drift_thresholds_fail_at_load(bad):
     with pytest.raises(RubricError):
         rubric(bad)
+
+
+def test_a_shared_monitor_needs_a_server_database():
+    from api.settings import Settings
+
+    with pytest.raises(ValueError, match="needs a server database"):
+        Settings(database_url="sqlite:///a.db", drift_monitor="shared")
+    assert not Settings(database_url="sqlite:///a.db").shared_drift
+    assert Settings(database_url="postgresql+psycopg://h/db").shared_drift
+    assert not Settings(
+        database_url="postgresql+psycopg://h/db", drift_monitor="local"
+    ).shared_drift

@@ -37,6 +37,16 @@ def wait_for_rubrics(server: Server, *names: str) -> None:
             time.sleep(0.05)
 
 
+def leading(server: Server) -> bool:
+    with server.client() as http:
+        metrics = http.get("/metrics").text
+    return "arbiter_drift_monitor_leader 1.0" in metrics
+
+
+def failover_batch(rng: random.Random, start: int, mean_turns: float) -> dict[str, object]:
+    return {**batch(rng, start, mean_turns), "rubric": "failover"}
+
+
 SAMPLED = """\
 name: sampled
 version: 1
@@ -70,7 +80,12 @@ class Pair:
 def pair(module_postgres_url: str, start_server: StartServer, tmp_path_factory) -> Pair:
     """Two replicas on one schema, each with the same rubric files (schema dropped last)."""
     graded = tmp_path_factory.mktemp("counted") / "graded.txt"
-    rubrics = {"drifty": DRIFTY, "sampled": SAMPLED, "counted": counted(graded)}
+    rubrics = {
+        "drifty": DRIFTY,
+        "failover": DRIFTY.replace("name: drifty", "name: failover"),
+        "sampled": SAMPLED,
+        "counted": counted(graded),
+    }
     servers = [start_server(database_url=module_postgres_url, **FAST) for _ in range(2)]
     for server in servers:
         for name, text in rubrics.items():
@@ -133,19 +148,23 @@ def test_one_monitor_over_both_replicas_opens_one_alert_seen_by_both(
             if drift_flags(clients[b % 2].post("/v1/rewards", json=batch(rng, 20 * b, 8.0))):
                 seen.add(b % 2)
             b += 1
-        listed = [c.get("/v1/drift/alerts", params={"open_only": True}).json() for c in clients]
+        listed = [
+            c.get("/v1/drift/alerts", params={"open_only": True, "rubric": "drifty"}).json()
+            for c in clients
+        ]
     finally:
         for c in clients:
             c.close()
 
-    rows = alert_rows(pair.db_url)
-    copies = Counter((r.rubric_name, r.component, r.grader_version, r.detector) for r in rows)
+    rows = [r for r in alert_rows(pair.db_url) if r.rubric_name == "drifty"]
+    copies = Counter((r.component, r.grader_version, r.detector) for r in rows)
     assert copies and max(copies.values()) == 1, f"an alert was opened more than once: {copies}"
     first = rows[0]
     assert first.window <= needed, f"two replicas needed window {first.window}, one {needed}"
     # The same monitor on the same traffic: the single replica's first alert, once.
     assert first.id in {a["id"] for a in first_single}
     assert [a["id"] for a in listed[0]] == [a["id"] for a in listed[1]]
+    assert first.id in {a["id"] for a in listed[0]}
 
 
 def test_review_sampling_over_both_replicas_holds_its_rate(pair: Pair) -> None:
@@ -244,3 +263,39 @@ def test_one_idempotency_key_sent_to_both_replicas_at_once_grades_once(pair: Pai
     finally:
         engine.dispose()
     assert stored == 1
+
+
+def test_when_the_leader_dies_the_other_replica_takes_the_monitor_over(pair: Pair) -> None:
+    rng = random.Random(11)
+    for b in range(15):
+        with pair.servers[b % 2].client() as http:
+            assert not drift_flags(http.post("/v1/rewards", json=failover_batch(rng, 20 * b, 20.0)))
+    deadline = time.monotonic() + 30
+    while sum(leading(s) for s in pair.servers) != 1:
+        assert time.monotonic() < deadline, "no replica took the drift monitor's lock"
+        time.sleep(0.05)
+    leader = next(i for i, s in enumerate(pair.servers) if leading(s))
+    survivor = pair.servers[1 - leader]
+    pair.servers[leader].kill()  # SIGKILL: nothing saved on the way out
+    try:
+        b = 15
+        flagged = False
+        with survivor.client() as http:
+            deadline = time.monotonic() + 60
+            while not flagged:
+                assert time.monotonic() < deadline, "the shift was never flagged after failover"
+                flagged = bool(
+                    drift_flags(http.post("/v1/rewards", json=failover_batch(rng, 20 * b, 8.0)))
+                )
+                b += 1
+        assert leading(survivor)
+    finally:
+        pair.servers[leader].start()  # the pair is whole again for the other tests
+    with pair.servers[leader].client() as http:
+        deadline = time.monotonic() + 30
+        while not drift_flags(http.post("/v1/rewards", json=failover_batch(rng, 20 * b, 8.0))):
+            assert time.monotonic() < deadline, "the restarted replica never showed the flag"
+            b += 1
+    rows = [r for r in alert_rows(pair.db_url) if r.rubric_name == "failover"]
+    copies = Counter((r.component, r.grader_version, r.detector) for r in rows)
+    assert copies and max(copies.values()) == 1, f"an alert was opened more than once: {copies}"

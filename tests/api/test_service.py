@@ -363,13 +363,17 @@ def test_openrlhf_exact_shapes(server: Server) -> None:
         "labels": ["a", "b"],
     }
     with server.client() as http:
-        response = http.post("/get_reward", json=request)
+        response = http.post("/get_reward", json=request, params={"abstain": "zero"})
+        refused = http.post("/get_reward", json=request)
     assert response.status_code == 200, response.text
     body = response.json()
     assert set(body) == {"rewards", "scores", "extra_logs"}
     assert len(body["rewards"]) == len(body["scores"]) == 2
-    # OpenRLHF sends no usage metrics: efficiency-only abstains, reported as 0.0 and flagged
+    # OpenRLHF sends no usage metrics: efficiency-only abstains; 0.0 only because the
+    # caller chose it, and counted
     assert body["rewards"] == [0.0, 0.0] and body["extra_logs"]["abstained"] == [1.0, 1.0]
+    # The default fallback is to refuse, never a silent zero
+    assert refused.status_code == 422 and refused.json()["code"] == "reward_abstained"
 
 
 def test_openrlhf_empty_lists(server: Server) -> None:
@@ -382,9 +386,10 @@ def test_openrlhf_empty_lists(server: Server) -> None:
 def test_openrlhf_retry_is_answered_from_the_log(server: Server) -> None:
     request = {"query": ["p: once more"], "prompts": ["p: "], "labels": [None]}
     with server.client() as http:
-        first = http.post("/get_reward", json=request, params={"rubric": "efficiency-only"})
+        params = {"rubric": "efficiency-only", "abstain": "zero"}
+        first = http.post("/get_reward", json=request, params=params)
         before = Store(server.db_url).count_rewards()
-        retry = http.post("/get_reward", json=request, params={"rubric": "efficiency-only"})
+        retry = http.post("/get_reward", json=request, params=params)
         after = Store(server.db_url).count_rewards()
     assert retry.content == first.content
     assert retry.headers.get("idempotent-replayed") == "true"
@@ -396,7 +401,9 @@ def test_openrlhf_bad_shapes(server: Server) -> None:
         mismatch = http.post("/get_reward", json={"query": ["a", "b"], "prompts": ["a"]})
         prefix = http.post("/get_reward", json={"query": ["xyz"], "prompts": ["abc"]})
     assert mismatch.status_code == 422 and prefix.status_code == 422
-    assert "query[0] does not start with prompts[0]" in prefix.json()["message"]
+    # A query that shares nothing with its prompt abstains on its own (here: refused)
+    assert prefix.json()["code"] == "reward_abstained"
+    assert "query[0]" in prefix.json()["message"]
 
 
 # -- rubrics ------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """A reviewer labels each kind of component from what the page shows, and nothing else.
 
 For each grader kind of the rubric library (unit tests, bandit, radon,
-efficiency, violation detectors) a one-component rubric grades a good and a bad
-rollout. A scripted reviewer reads only the page's text (the component's
+efficiency, violation detectors, a reward-model judge) a one-component rubric
+grades a good and a bad rollout. A scripted reviewer reads only the page's text (the component's
 guidance and summary, the rollout's metrics), decides pass or fail by a rule a
 person would apply, labels with the per-component keyboard shortcuts, and the
 stored labels must match what each rollout really is. Efficiency is labelled
@@ -68,6 +68,12 @@ KINDS: dict[str, tuple[str, bool, dict[str, Any], dict[str, Any]]] = {
         {"response": HONEST, "metrics": {"turns": 2}},
         {"response": HONEST, "metrics": {"turns": 9}},
     ),
+    "judge": (
+        "{grader: reward_model, config: {model: default}}",
+        True,
+        {"prompt": "What is 2 + 3?", "response": "2 + 3 = 5."},
+        {"prompt": "What is 4 + 4?", "response": "4 + 4 = 9."},
+    ),
     "hacks": (
         "{grader: violations}",
         True,
@@ -94,38 +100,54 @@ def number(pattern: str, text: str) -> float:
     return float(match.group(1))
 
 
-def judge_tests(row: str, metrics: str) -> bool:
+Shown = dict[str, str]  # what the page shows: row, metrics, prompt, response
+
+
+def judge_tests(shown: Shown) -> bool:
+    row = shown["row"]
     passed = number(r"(\d+) of \d+ tests passed", row)
     return passed == number(r"\d+ of (\d+) tests passed", row)
 
 
-def judge_security(row: str, metrics: str) -> bool:
+def judge_security(shown: Shown) -> bool:
+    row = shown["row"]
     # A finding of HIGH or MEDIUM severity is worth failing; "0 finding(s)" passes.
     return number(r"(\d+) finding\(s\) in the code", row) == 0 or not re.search(
         r"B\d+ (HIGH|MEDIUM)", row
     )
 
 
-def judge_complexity(row: str, metrics: str) -> bool:
+def judge_complexity(shown: Shown) -> bool:
+    row = shown["row"]
     limit = number(r"cyclomatic complexity[^:]*: fine up to (\d+)", row)
     return number(r"max_cyclomatic (\d+)", row) <= limit
 
 
-def judge_efficiency(row: str, metrics: str) -> bool:
+def judge_efficiency(shown: Shown) -> bool:
+    row, metrics = shown["row"], shown["metrics"]
     assert "score" not in row.lower(), "blind review showed a score"
     return number(r"turns\s+(\d+)", metrics) <= number(r"turns at most (\d+)", row)
 
 
-def judge_hacks(row: str, metrics: str) -> bool:
-    return "found nothing" in row
+def judge_hacks(shown: Shown) -> bool:
+    return "found nothing" in shown["row"]
 
 
-JUDGES: dict[str, Callable[[str, str], bool]] = {
+def judge_judge(shown: Shown) -> bool:
+    # A judge is checked against the answer itself: its guidance asks for a correct
+    # answer, and the (random, tiny) model's score is only shown beside it.
+    assert re.search(r"score \d\.\d\d", shown["row"]), shown["row"]
+    a, b = (int(n) for n in re.findall(r"\d+", shown["prompt"]))
+    return f"= {a + b}." in shown["response"]
+
+
+JUDGES: dict[str, Callable[[Shown], bool]] = {
     "tests": judge_tests,
     "security": judge_security,
     "complexity": judge_complexity,
     "efficiency": judge_efficiency,
     "hacks": judge_hacks,
+    "judge": judge_judge,
 }
 
 
@@ -147,7 +169,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture(scope="module")
 def server(start_server: StartServer) -> Server:
-    server = start_server()
+    server = start_server(grader_plugins="tests.api.plugin_graders,tests.browser.judge_plugin")
     # Rubrics of their own for the task and the lease tests: their items stay unlabelled.
     extra = {"lease": "efficiency", "task": "hacks"}
     for kind in KINDS:
@@ -164,8 +186,8 @@ def server(start_server: StartServer) -> Server:
         batches = [*KINDS.items(), *((name, KINDS[kind]) for name, kind in extra.items())]
         for kind, (_, _, good, bad) in batches:
             samples = [
-                {"id": f"{kind}-good", "prompt": "Write add(a, b).", **good},
-                {"id": f"{kind}-bad", "prompt": "Write add(a, b).", **bad},
+                {"id": f"{kind}-good", "group_id": kind, "prompt": "Write add(a, b).", **good},
+                {"id": f"{kind}-bad", "group_id": kind, "prompt": "Write add(a, b).", **bad},
             ]
             graded = http.post("/v1/rewards", json={"rubric": f"kind-{kind}", "samples": samples})
             assert graded.status_code == 200, graded.text
@@ -196,8 +218,12 @@ def test_a_reviewer_labels_each_component_kind_from_the_page_alone(
             page.keyboard.press("n")
             page.wait_for_selector("#item:not(.hidden)")
             sample_id = page.text_content("#item-meta").split("sample ", 1)[1].split(" ")[0]
-            row = page.locator(f"[data-component='{kind}']").inner_text()
-            metrics = page.locator("#metrics").inner_text()
+            shown = {
+                "row": page.locator(f"[data-component='{kind}']").inner_text(),
+                "metrics": page.locator("#metrics").inner_text(),
+                "prompt": page.locator("#prompt").inner_text(),
+                "response": page.locator("#response").inner_text(),
+            }
             # Nothing on the page is raw JSON, and no empty box follows a response.
             for section in ("#grading", "#task", "#metrics", "#verdicts"):
                 assert '{"' not in (page.text_content(section) or ""), section
@@ -208,7 +234,7 @@ def test_a_reviewer_labels_each_component_kind_from_the_page_alone(
                 assert "sampled because" in page.text_content("#grading")
             else:
                 assert page.query_selector("#grading-box.hidden") is not None
-            verdict = JUDGES[kind](row, metrics)
+            verdict = JUDGES[kind](shown)
             decided[sample_id] = verdict
             page.keyboard.press("p" if verdict else "f")  # the highlighted component only
             page.keyboard.press("5" if verdict else "1")

@@ -14,6 +14,8 @@ import sys
 from typing import Any
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# The machine is shared: Ray's memory monitor would kill workers for what others use.
+os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
 
 from ray.cluster_utils import Cluster
 
@@ -27,7 +29,7 @@ TESTS = "assert f(2) == 4\nassert f(3) == 9\n"
 TASK = TaskSpec(kind="python_function", tests=TESTS, entry_point="f")
 # Answers that take a while (a second of wall time, no CPU), so a batch is in
 # flight on every actor when one is killed.
-SLOW = "import time\ndef f(x):\n    time.sleep(0.5)\n    return x * x\n"
+SLOW = "import time\ndef f(x):\n    time.sleep(0.3)\n    return x * x\n"
 CODES = {
     "right": "def f(x):\n    return x * x\n",
     "wrong": "def f(x):\n    return x + x\n",
@@ -102,7 +104,7 @@ async def batch_with_fault(executor: RayExecutor, fault: Any, size: int) -> dict
 
 
 async def fairness(executor: RayExecutor) -> list[str]:
-    """A big tenant queues 30 jobs, then a small one 3: round-robin serves the small one early."""
+    """A big tenant queues 20 jobs, then a small one 3: round-robin serves the small one early."""
     config = UnitTestsConfig(timeout_s=5)
     order: list[str] = []
 
@@ -112,10 +114,131 @@ async def fairness(executor: RayExecutor) -> list[str]:
         order.append(who)
 
     # Tasks start in the order they were made: the big tenant's jobs queue first.
-    big = [asyncio.ensure_future(one("big", i)) for i in range(30)]
+    big = [asyncio.ensure_future(one("big", i)) for i in range(20)]
     small = [asyncio.ensure_future(one("small", i)) for i in range(3)]
     await asyncio.gather(*big, *small)
     return order
+
+
+def http_back_pressure(address: str) -> dict[str, Any]:
+    """``arbiter serve`` on the cluster with a small queue: a batch over it gets 429."""
+    import socket
+    import subprocess
+    import tempfile
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    root = tempfile.mkdtemp(prefix="arbiter-ray-serve-")
+    env = {
+        **os.environ,
+        "ARBITER_DATABASE_URL": f"sqlite:///{root}/arbiter.db",
+        "ARBITER_PORT": str(port),
+        "ARBITER_AUTH": "disabled",
+        "ARBITER_RAY_ADDRESS": address,
+        # python-codegen has five components: two samples (10 jobs) fit, five (25) do not.
+        "ARBITER_RAY_MAX_QUEUE": "12",
+        "ARBITER_DRIFT_ENABLED": "false",
+    }
+    log = open(f"{root}/serve.log", "wb")  # noqa: SIM115 - the server's, closed below
+    server = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "serve"], env=env, stdout=log, stderr=log
+    )
+    url = f"http://127.0.0.1:{port}"
+    out: dict[str, Any] = {}
+    try:
+        give_up = time.monotonic() + 90
+        while True:  # readiness of a process we started, not the behaviour under test
+            try:
+                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > give_up or server.poll() is not None:
+                with open(f"{root}/serve.log") as f:
+                    raise RuntimeError(f.read()[-3000:])
+            time.sleep(0.2)
+
+        def body(n: int) -> dict[str, Any]:
+            samples = [
+                {
+                    "id": f"h{i}",
+                    "response": f"```python\n{CODES['right']}```",
+                    "task": {"kind": "python_function", "tests": TESTS, "entry_point": "f"},
+                }
+                for i in range(n)
+            ]
+            return {"rubric": "python-codegen", "samples": samples}
+
+        with httpx.Client(base_url=url, timeout=180) as http:
+            over = http.post("/v1/rewards", json=body(5))
+            fits = http.post("/v1/rewards", json=body(2))
+        out["over"] = {
+            "status": over.status_code,
+            "retry_after": over.headers.get("retry-after"),
+            "code": over.json().get("code"),
+        }
+        rewards = fits.json().get("rewards", []) if fits.status_code == 200 else []
+        out["fits"] = {
+            "status": fits.status_code,
+            "tests": [r["components"]["tests"]["score"] for r in rewards],
+            "failures": [r["components"]["tests"].get("failure") for r in rewards],
+            "text": fits.text[:500] if fits.status_code != 200 else "",
+        }
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        log.close()
+    return out
+
+
+def reward_model_replicas() -> dict[str, Any]:
+    """Two replicas of a tiny reward model behind the batcher; one dies halfway."""
+    import tempfile
+    from pathlib import Path
+
+    from reward_models.batcher import BatcherConfig
+    from reward_models.hf import HFRewardModel, HFRewardModelSpec
+    from reward_models.ray_replicas import RayRewardModelReplicas
+    from tests.reward_models.tiny import llama_config, save_reward_model
+
+    path = save_reward_model(Path(tempfile.mkdtemp(prefix="arbiter-rm-")) / "rm", llama_config())
+    spec = HFRewardModelSpec(path=str(path), device="cpu", dtype="float32")
+    local = HFRewardModel.load(spec)
+    # CPU in tests; a GPU cluster gives each replica num_gpus=1.
+    replicas = RayRewardModelReplicas(spec, replicas=2, num_cpus=0)
+    client = replicas.client(BatcherConfig(max_batch_tokens=256, max_batch_size=4, max_wait_ms=1))
+    conversations = [
+        [
+            {"role": "user", "content": f"question {i}"},
+            {"role": "assistant", "content": "answer " * (1 + i % 7)},
+        ]
+        for i in range(48)
+    ]
+
+    async def score_all(batch: list[Any]) -> list[float]:
+        outs = await asyncio.gather(*(client.score(c) for c in batch))
+        return [o.values[0] for o in outs]
+
+    loop = asyncio.new_event_loop()
+    first = loop.run_until_complete(score_all(conversations[:24]))
+    used_before = sorted(replicas.batches)
+    replicas.kill_replica(0)
+    second = loop.run_until_complete(score_all(conversations[24:]))
+    loop.run_until_complete(client.close())
+    loop.close()
+    expected = [local.score(c)[0] for c in conversations]
+    replicas.close()
+    return {
+        "answered": len(first) + len(second),
+        "max_abs_diff": max(abs(a - b) for a, b in zip(first + second, expected, strict=True)),
+        "replicas_used_before_kill": used_before,
+        "failovers": replicas.failovers,
+        "batches": sum(replicas.batches.values()),
+    }
 
 
 def main() -> None:
@@ -140,13 +263,31 @@ def main() -> None:
         long_slots=2,
         resources=[{"head": 1}, {"head": 1}, {"second": 1}, {"second": 1}],
         concurrency=3,
+        start_timeout_s=30,
     )
     try:
+        import time
+
+        clock = time.monotonic()
+        stages: dict[str, float] = {}
+        result["stages_s"] = stages
+
+        def lap(name: str) -> None:
+            nonlocal clock
+            now = time.monotonic()
+            stages[name] = round(now - clock, 1)
+            clock = now
+
+        lap("cluster")
+        result["reward_model"] = reward_model_replicas()
+        lap("reward_model")
         executor.start()
         result["actor_nodes"] = sorted({node for _, node in executor.actors()})
         loop = asyncio.new_event_loop()
         run = loop.run_until_complete
+        lap("executor_start")
         result["same"] = run(same_as_local(executor))
+        lap("same")
         result["by_node_after_same"] = dict(executor.stats()["by_node"])
 
         def kill_one_actor() -> int:
@@ -156,21 +297,27 @@ def main() -> None:
             ray.kill(worker.handle, no_restart=True)
             return worker.in_flight
 
-        result["actor_kill"] = run(batch_with_fault(executor, kill_one_actor, 24))
+        result["actor_kill"] = run(batch_with_fault(executor, kill_one_actor, 16))
 
         def kill_second_node() -> int:
             on_second = [w for w in executor._workers if w.alive and w.node == second.node_id]
             cluster.remove_node(second, allow_graceful=False)
             return sum(w.in_flight for w in on_second)
 
-        result["node_kill"] = run(batch_with_fault(executor, kill_second_node, 24))
+        result["node_kill"] = run(batch_with_fault(executor, kill_second_node, 16))
+        lap("actor_and_node_kill")
         result["live_after_node_kill"] = executor.stats()["live_actors"]
         executor.max_attempts = 1
         result["no_retries_left"] = run(batch_with_fault(executor, kill_one_actor, 12))
         executor.max_attempts = 3
         executor.concurrency = 1
+        lap("no_retries_left")
         result["fair_order"] = run(fairness(executor))
+        lap("fairness")
         result["stats"] = executor.stats()
+        executor.close()  # its actors' CPUs go to the server's executor
+        result["http"] = http_back_pressure(cluster.address)
+        lap("http")
     finally:
         import ray
 

@@ -36,7 +36,7 @@ def scenario() -> dict[str, Any]:
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=240,
+        timeout=480,
         check=False,
     )
     if (
@@ -75,9 +75,9 @@ def test_a_dead_actor_or_node_loses_no_sample_and_grades_none_twice(
     # The fault struck while the victims had jobs in flight...
     assert seen["victims_in_flight"] > 0
     # ...every sample was answered, all correctly, and each result arrived once.
-    assert seen["answered"] == 24
-    assert seen["scores"] == [1.0] * 24
-    assert seen["done"] == 24
+    assert seen["answered"] == 16
+    assert seen["scores"] == [1.0] * 16
+    assert seen["done"] == 16
     # The victims' jobs were retried elsewhere, visibly.
     assert seen["retried"] >= seen["victims_in_flight"]
     assert seen["deaths"] >= 1
@@ -98,8 +98,30 @@ def test_after_the_retries_a_sample_fails_typed_never_scored(scenario: dict[str,
 
 def test_a_small_tenant_is_not_queued_behind_a_big_one(scenario: dict[str, Any]) -> None:
     order = scenario["fair_order"]
-    assert order.count("small") == 3 and order.count("big") == 30
+    assert order.count("small") == 3 and order.count("big") == 20
     # Round-robin across tenants: the small tenant's three jobs finish among the
-    # first dozen, although thirty of the big tenant's were queued before them.
+    # first ten, although twenty of the big tenant's were queued before them.
     last_small = max(i for i, who in enumerate(order) if who == "small")
-    assert last_small < 12, order
+    assert last_small < 10, order
+
+
+def test_a_full_cluster_queue_reaches_http_as_429_with_retry_after(
+    scenario: dict[str, Any],
+) -> None:
+    http = scenario["http"]
+    assert http["over"] == {"status": 429, "retry_after": "1", "code": "cluster_busy"}
+    # A batch that fits is graded on the cluster.
+    assert http["fits"]["status"] == 200, http["fits"]["text"]
+    assert http["fits"]["tests"] == [1.0, 1.0], http["fits"]["failures"]
+
+
+def test_reward_model_replicas_as_actors_behind_the_batcher(scenario: dict[str, Any]) -> None:
+    seen = scenario["reward_model"]
+    assert seen["answered"] == 48
+    # The same scores as the model loaded here, whichever replica ran the batch.
+    assert seen["max_abs_diff"] < 1e-4
+    # Both replicas took batches; after one died its batches failed over.
+    assert seen["replicas_used_before_kill"] == [0, 1]
+    assert seen["failovers"] >= 1
+    # Batched, not one request per call.
+    assert seen["batches"] < 48

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -167,3 +168,104 @@ def test_one_leader_per_schema(pg_store: Store, postgres_url: str) -> None:
         second.release()
     finally:
         other.close()
+
+
+@pytest.mark.postgres
+def test_replicas_started_together_migrate_one_at_a_time(postgres_url: str) -> None:
+    stores = [Store(postgres_url) for _ in range(3)]
+    errors: list[BaseException] = []
+    start = threading.Barrier(len(stores))
+
+    def migrate(store: Store) -> None:
+        start.wait()
+        try:
+            store.migrate()
+        except BaseException as e:  # collected and asserted on below
+            errors.append(e)
+
+    threads = [threading.Thread(target=migrate, args=(s,)) for s in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        log(stores[0], "after", 1)
+        assert stores[1].count_rewards() == 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+@pytest.mark.postgres
+def test_replicas_sample_review_by_the_same_reward_deciles(postgres_url: str) -> None:
+    import asyncio
+
+    from api.review_sampler import ReviewSampler
+    from api.settings import Settings
+    from graders.types import Sample
+    from rubrics import build_rubric, score_samples
+
+    rubric = build_rubric(
+        {
+            "name": "deciles",
+            "version": 1,
+            "components": {"eff": {"grader": "efficiency", "config": {"max_turns": 100}}},
+            "review": {"sample_rate": 0.1, "stratify_by": ["reward_decile"]},
+        }
+    )
+    stores = [Store(postgres_url) for _ in range(2)]
+    stores[0].migrate()
+    try:
+        samplers = [ReviewSampler(s, Settings(database_url=postgres_url)) for s in stores]
+
+        def graded(prefix: str, turns: range) -> list:
+            samples = [
+                Sample.model_validate(
+                    {"id": f"{prefix}{t}", "response": "r", "metrics": {"turns": t}}
+                )
+                for t in turns
+            ]
+            return asyncio.run(score_samples(rubric, samples))
+
+        # Replica 0 served the low rewards, replica 1 the high ones: in memory
+        # each would know only its own half and cut deciles differently.
+        for i, (store, turns) in enumerate(
+            zip(stores, (range(0, 60), range(40, 100)), strict=True)
+        ):
+            rewards = graded(f"r{i}-", turns)
+            store.record_request(
+                request_id=f"req{i}",
+                client="c",
+                idempotency_key=None,
+                endpoint="rewards",
+                rubric_name=rubric.name,
+                rubric_version=rubric.version,
+                rubric_sha256=rubric.sha256,
+                envelope="{}",
+                rows=[
+                    RewardRow(
+                        p,
+                        r.id,
+                        None,
+                        r.reward,
+                        r.raw_reward,
+                        r.model_dump_json(),
+                        None,
+                        "0" * 64,
+                        0.0,
+                    )
+                    for p, r in enumerate(rewards)
+                ],
+            )
+        probe = graded("probe-", range(0, 100, 7))
+        decisions = [s.decide(rubric, probe) for s in samplers]
+        edges = [s._deciles[rubric.sha256].edges() for s in samplers]
+        assert edges[0] is not None and edges[0] == edges[1]
+        assert [d.inclusion_probability for d in decisions[0]] == [
+            d.inclusion_probability for d in decisions[1]
+        ]
+        assert [d.sampled for d in decisions[0]] == [d.sampled for d in decisions[1]]
+    finally:
+        for s in stores:
+            s.close()

@@ -89,6 +89,17 @@ def test_same_idempotency_key_twice_is_refused_and_writes_nothing(store: Store):
     assert store.count_rewards() == 9
 
 
+def test_another_constraint_is_not_read_as_a_reused_key(store: Store):
+    # The violated constraint is told by name (PostgreSQL) or by SQLite's error
+    # code, not by the message text: a reused request id is not a reused key.
+    from sqlalchemy.exc import IntegrityError
+
+    record(store, "req1", "k1")
+    with pytest.raises(IntegrityError):
+        record(store, "req1", "k2")
+    assert store.count_rewards() == 3
+
+
 def test_keys(store: Store):
     record_, key = store.create_key("ci", "trainer")
     assert store.key_for(key) == record_

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
@@ -64,10 +65,31 @@ def test_long_runners_do_not_hold_up_short_ones(small_pool: SandboxPool) -> None
         # Each looper lives for at least its 4 s of CPU or 8 s of wall clock;
         # the short run needed only a fast place.
         assert not any(f.done() for f in loopers)
+        # The first looper went long before the others were admitted: by now its
+        # session's scheduling group runs at the lowest priority.
+        assert 19 in _run_nices(small_pool)
         for looper in loopers:
             result = looper.result()
             assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT
             assert result.details["sandbox"]["long"]
+
+
+def _run_nices(pool: SandboxPool) -> list[int]:
+    """Return the autogroup nice value of every run now in progress in ``pool``."""
+    from graders.sandbox.pool import _children
+
+    nices = []
+    for slot in pool._slots:
+        if slot.proc is None:
+            continue
+        for inner in _children(slot.proc.pid):
+            for run in _children(inner):
+                try:
+                    text = Path(f"/proc/{run}/autogroup").read_text()  # "/autogroup-N nice K"
+                except OSError:
+                    continue
+                nices.append(int(text.split()[-1]))
+    return nices
 
 
 def _with_reference(reference: str) -> TaskSpec:

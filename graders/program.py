@@ -1,0 +1,184 @@
+"""Assemble the program to grade from a sample's prompt and its completion.
+
+A completion does not always hold a whole program: HumanEval-style prompts end
+with a function's signature and docstring and the model writes only the body,
+and a prompt may open a code fence that the completion continues and closes.
+Graders that read only the response then find no code. The rules, in order
+(the first that applies wins):
+
+1. **Fence opened in the prompt.** The prompt's text ends inside a fenced block
+   tagged ``python``/``py``/``python3`` or untagged, never closed. The
+   completion continues that block: the program is the block's text so far
+   followed by the completion up to its first closing fence (what follows the
+   fence is prose). ``assembled = "prompt_fence"``.
+2. **The completion's own code.** :func:`graders.code.extract_code` finds code
+   that compiles and, when the task names an entry point, defines it at the
+   top level. ``assembled = "response"``.
+3. **A body that continues the prompt.** The prompt's code (the prompt's text
+   when it parses as Python, else its last Python block) ends with a function
+   or class, and that code followed by the completion's code (its fenced
+   blocks, or the whole completion) compiles and defines the entry point (when
+   the task names one). ``assembled = "prompt_body"``.
+4. Otherwise the completion's own code as :func:`extract_code` found it, even if
+   it does not compile (the grader then reports ``syntax_error``), or ``None``
+   (``no_code``).
+
+The prompt's text is the prompt when it is a string, or the content of its last
+message when it is a chat. Only a prompt whose code the completion continues is
+used: a completion that is a whole program is graded alone, as before.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import dataclass
+from typing import Literal
+
+from graders.code import ExtractedCode, blocks, extract_code
+from graders.types import Sample
+
+__all__ = ["Program", "assemble_program", "program_of", "prompt_text"]
+
+_PYTHON_OR_UNTAGGED = frozenset({"", "python", "py", "python3", "py3"})
+
+
+@dataclass(frozen=True, slots=True)
+class Program(ExtractedCode):
+    """The code to grade, and which rule of this module assembled it."""
+
+    assembled: Literal["response", "prompt_fence", "prompt_body"] = "response"
+
+
+def prompt_text(sample: Sample) -> str:
+    """Return the prompt's text: the string, or the last chat message's text content."""
+    if isinstance(sample.prompt, str):
+        return sample.prompt
+    if not sample.prompt:
+        return ""
+    content = sample.prompt[-1].content
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if part.get("type") == "text")
+    return ""
+
+
+def _compiles(code: str) -> ast.Module | None:
+    try:
+        with warnings.catch_warnings():
+            # The candidate's own warnings (invalid escapes) are not ours to show.
+            warnings.simplefilter("ignore")
+            compile(code, "solution.py", "exec", dont_inherit=True)
+            return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def _defines(module: ast.Module, name: str | None) -> bool:
+    """Whether ``module`` binds ``name`` at its top level (any name when ``None``)."""
+    if name is None:
+        return True
+    for node in module.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            if node.name == name:
+                return True
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return True
+        elif isinstance(node, ast.Import | ast.ImportFrom) and any(
+            (alias.asname or alias.name.split(".")[0]) == name for alias in node.names
+        ):
+            return True
+    return False
+
+
+def _prompt_fence(prompt: str, response: str) -> Program | None:
+    """Rule 1: the prompt ends inside an open Python (or untagged) fence."""
+    found = blocks(prompt)
+    if not found or found[-1].closed or found[-1].tag not in _PYTHON_OR_UNTAGGED:
+        return None
+    opened = found[-1]
+    closing = opened.closing.search(response)
+    rest = response if closing is None else response[: closing.start()]
+    code = opened.body + rest
+    if not code.strip():
+        return None
+    code = code if code.endswith("\n") else code + "\n"
+    return Program(code, "fenced", 1, truncated=closing is None, assembled="prompt_fence")
+
+
+def _prompt_code(prompt: str) -> str | None:
+    """The prompt's code: the whole text when it parses, else its last Python block."""
+    if prompt.strip() and _compiles(prompt) is not None:
+        return prompt
+    tagged = [b for b in blocks(prompt) if b.closed and b.tag in _PYTHON_OR_UNTAGGED]
+    return tagged[-1].body if tagged else None
+
+
+def _prompt_body(prompt: str, response: str, entry_point: str | None) -> Program | None:
+    """Rule 3: the completion is the body of the function the prompt's code ends with."""
+    head = _prompt_code(prompt)
+    if head is None:
+        return None
+    head_module = _compiles(head)
+    if head_module is None or not head_module.body:
+        return None
+    if not isinstance(head_module.body[-1], ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return None
+    fenced = [b for b in blocks(response) if b.tag in _PYTHON_OR_UNTAGGED]
+    tail = "\n".join(b.body.rstrip("\n") for b in fenced) if fenced else response
+    if not tail.strip():
+        return None
+    code = (head if head.endswith("\n") else head + "\n") + tail
+    code = code if code.endswith("\n") else code + "\n"
+    module = _compiles(code)
+    if module is None or not _defines(module, entry_point):
+        return None
+    truncated = bool(fenced) and not fenced[-1].closed
+    source: Literal["fenced", "raw"] = "fenced" if fenced else "raw"
+    return Program(code, source, len(fenced), truncated=truncated, assembled="prompt_body")
+
+
+def program_of(sample: Sample, *, which: Literal["all", "last"] = "all") -> Program | None:
+    """Return the program to grade for ``sample`` (prompt, completion, the task's entry point)."""
+    entry_point = sample.task.entry_point if sample.task is not None else None
+    return assemble_program(
+        prompt_text(sample), sample.response, which=which, entry_point=entry_point
+    )
+
+
+def assemble_program(
+    prompt: str,
+    response: str,
+    *,
+    which: Literal["all", "last"] = "all",
+    entry_point: str | None = None,
+) -> Program | None:
+    """Return the program to grade by the module's rules, or ``None`` when there is no code.
+
+    Args:
+        prompt: The prompt's text; read only when the completion continues it.
+        response: The completion.
+        which: Which fenced blocks of the completion make its own code.
+        entry_point: The function the tests call, when known.
+    """
+    if prompt:
+        continued = _prompt_fence(prompt, response)
+        if continued is not None:
+            return continued
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        own = extract_code(response, which=which)
+    if own is not None:
+        module = _compiles(own.code)
+        if module is not None and _defines(module, entry_point):
+            return Program(own.code, own.source, own.blocks, own.truncated)
+    if prompt:
+        body = _prompt_body(prompt, response, entry_point)
+        if body is not None:
+            return body
+    if own is None:
+        return None
+    return Program(own.code, own.source, own.blocks, own.truncated)

@@ -1,0 +1,70 @@
+"""LLM judges: rubric prompts, verdict parsing, and chat backends (HTTP or local model).
+
+A judge is asked to grade one response against one criterion whose levels
+1..N each carry a description and a value in [0, 1] (Prometheus-style
+anchors). Its answer ends in ``[RESULT] k``. The verdict is read as follows:
+
+* **Bound to the last match.** The response under judgement is untrusted text:
+  it can contain ``[RESULT] 5`` or ``Score: 5``, and a judge that quotes it
+  would carry that grade into its own answer. Only the *last* ``[RESULT] k``
+  of the judge's answer counts — the one the template makes it write at the
+  end — and ``Score: k`` is not a verdict at all. No match, or a level outside
+  1..N, is a :class:`JudgeParseError`: no score, never a default.
+* **Logprob-weighted expectation.** When the backend returns the top logprobs
+  of the grade's token, the value is the expectation of the level values under
+  the judge's distribution over the valid levels (renormalized over them):
+  a judge torn between 3 and 4 gives a value between them, a smoother reward
+  than the argmax.
+
+:class:`JudgeClient` adds what a service needs around a backend: a
+concurrency limit, a deadline, retries with exponential backoff (honouring
+``Retry-After``) on retryable failures only, N votes with an aggregation, and
+an LRU cache keyed by (model, prompt hash, sampling parameters, vote).
+
+The package holds one module per job: :mod:`~reward_models.judge.types`,
+:mod:`~reward_models.judge.prompts`, :mod:`~reward_models.judge.verdicts`, the
+backends :mod:`~reward_models.judge.openai_chat` and
+:mod:`~reward_models.judge.local_model`, and :mod:`~reward_models.judge.client`.
+"""
+
+from reward_models.judge.client import JudgeClient
+from reward_models.judge.local_model import LocalCausalLMBackend
+from reward_models.judge.openai_chat import JudgeUnavailableRetryAfter, OpenAIChatBackend
+from reward_models.judge.prompts import load_template, render_pairwise_prompt, render_prompt
+from reward_models.judge.types import (
+    Criterion,
+    JudgeBackend,
+    JudgeReply,
+    JudgeResult,
+    Level,
+    Messages,
+    PairwiseResult,
+    Preference,
+    SamplingParams,
+    TokenLogprob,
+    Verdict,
+)
+from reward_models.judge.verdicts import parse_preference, parse_verdict
+
+__all__ = [
+    "Criterion",
+    "JudgeBackend",
+    "JudgeClient",
+    "JudgeReply",
+    "JudgeResult",
+    "JudgeUnavailableRetryAfter",
+    "Level",
+    "LocalCausalLMBackend",
+    "Messages",
+    "OpenAIChatBackend",
+    "PairwiseResult",
+    "Preference",
+    "SamplingParams",
+    "TokenLogprob",
+    "Verdict",
+    "load_template",
+    "parse_preference",
+    "parse_verdict",
+    "render_pairwise_prompt",
+    "render_prompt",
+]
