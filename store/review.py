@@ -111,6 +111,10 @@ class ReviewQueue:
         self.store = store
         self.lease_s = lease_s
         self.clock = clock
+        #: Claims that picked an item another process leased first and moved on.
+        #: On PostgreSQL the row lock keeps this at 0; a count there means the
+        #: claims collided instead of skipping each other.
+        self.claim_conflicts = 0
 
     def _writing(self) -> AbstractContextManager[Connection]:
         # The store's own write lock: SQLite has one writer, and review writes must
@@ -213,6 +217,7 @@ class ReviewQueue:
                     .values(lease_owner=reviewer, lease_token=token, lease_expires_at=expires)
                 )
                 if taken.rowcount != 1:
+                    self.claim_conflicts += 1
                     continue
                 row = conn.execute(
                     select(review_items, rewards.c.record, rewards.c.sample)

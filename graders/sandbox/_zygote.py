@@ -64,8 +64,15 @@ _RUN_DIR = "run"
 _ZYGOTE_PID = 0
 
 
+#: Layers the pool's configuration leaves out (the escape suite's controls).
+_DISABLED: set[str] = set()
+
+
 def _try(layers: dict[str, str], name: str, action: Any) -> bool:
     """Apply one layer, recording ``active`` or why it is not."""
+    if name in _DISABLED:
+        layers[name] = "unavailable: disabled by the pool's configuration"
+        return False
     try:
         action()
     except (OSError, ValueError) as e:
@@ -521,6 +528,7 @@ def main() -> None:
 
         _pytest_runner.warm_up(os.path.join(config["scratch"], "tests"))
     global _ZYGOTE_PID
+    _DISABLED.update(config.get("disable_layers", ()))
     layers: dict[str, str] = {}
     _enter_namespaces(layers)
     _ZYGOTE_PID = os.getpid()

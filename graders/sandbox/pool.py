@@ -306,6 +306,11 @@ class PoolConfig:
     #: Allow ``pytest`` tasks: each slot then starts, on its first suite, a second
     #: zygote that has pytest imported and warmed up.
     pytest: bool = True
+    #: Layers this pool does not apply, reported as unavailable. For the escape
+    #: suite's controls only (each attack, run with the layer that stops it left
+    #: out, must succeed); a service never sets it, and ``require_layers`` then
+    #: refuses a pool missing what a rubric needs.
+    disable_layers: tuple[str, ...] = ()
 
 
 def _read_only_paths() -> list[str]:
@@ -533,6 +538,7 @@ class _Slot:
                     "preload": list(self.pool.config.preload),
                     "lazy": list(self.pool.config.lazy),
                     "pytest": self.kind == "pytest",
+                    "disable_layers": list(self.pool.config.disable_layers),
                 },
             )
             ready = recv_frame(

@@ -17,6 +17,8 @@ from tests.api.conftest import Server, StartServer
 CLIENTS = 64
 TOTAL = 20_000
 BATCH = 50
+#: Bounds on the whole load: a stalled server fails the test instead of hanging it.
+LOAD_TIMEOUT_S = 600
 
 
 def batch_payload(batch_no: int) -> dict[str, object]:
@@ -39,8 +41,12 @@ async def drive(
     acknowledged: dict[int, bytes],
     statuses: Counter[int],
     stop_on_error: bool,
+    acknowledged_enough: tuple[int, asyncio.Event] | None = None,
 ) -> None:
-    """Send each batch once (retrying 429 as the client would); record what was acknowledged."""
+    """Send each batch once (retrying 429 as the client would); record what was acknowledged.
+
+    ``acknowledged_enough`` (n, event): the event is set once n batches are acknowledged.
+    """
     queue: asyncio.Queue[int] = asyncio.Queue()
     for b in batches:
         queue.put_nowait(b)
@@ -70,6 +76,8 @@ async def drive(
                         continue
                     if response.status_code == 200:
                         acknowledged[b] = response.content
+                        if acknowledged_enough and len(acknowledged) >= acknowledged_enough[0]:
+                            acknowledged_enough[1].set()
                     break
 
         await asyncio.gather(*(worker() for _ in range(CLIENTS)))
@@ -82,9 +90,14 @@ def test_64_clients_20000_samples_none_lost_none_duplicated_no_5xx(
     server = start_server(per_key_max_inflight_requests="64")
     acknowledged: dict[int, bytes] = {}
     statuses: Counter[int] = Counter()
-    asyncio.run(
-        drive(server, list(range(TOTAL // BATCH)), acknowledged, statuses, stop_on_error=False)
-    )
+
+    async def load() -> None:
+        async with asyncio.timeout(LOAD_TIMEOUT_S):
+            await drive(
+                server, list(range(TOTAL // BATCH)), acknowledged, statuses, stop_on_error=False
+            )
+
+    asyncio.run(load())
     assert not [s for s in statuses if s >= 500], statuses
     assert len(acknowledged) == TOTAL // BATCH
     store = Store(server.db_url)
@@ -105,14 +118,26 @@ def test_kill_9_mid_load_loses_nothing_acknowledged(start_server: StartServer) -
     batches = list(range(TOTAL // BATCH))
 
     async def load_then_kill() -> None:
+        enough = asyncio.Event()
         load = asyncio.create_task(
-            drive(server, batches, acknowledged, statuses, stop_on_error=True)
+            drive(
+                server,
+                batches,
+                acknowledged,
+                statuses,
+                stop_on_error=True,
+                acknowledged_enough=(60, enough),
+            )
         )
-        while len(acknowledged) < 60:
-            await asyncio.sleep(0.01)
-        assert server.process is not None
-        server.process.send_signal(signal.SIGKILL)  # mid-load, no warning
-        await load
+        async with asyncio.timeout(LOAD_TIMEOUT_S):
+            waiting = asyncio.create_task(enough.wait())
+            await asyncio.wait({load, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            # A load that ended before 60 acknowledgements (an error) fails here.
+            assert enough.is_set(), (load.exception() if load.done() else None, statuses)
+            assert server.process is not None
+            server.process.send_signal(signal.SIGKILL)  # mid-load, no warning
+            await load
 
     asyncio.run(load_then_kill())
     server.kill()

@@ -23,6 +23,7 @@ from store.db import Store
 from store.review import ReviewQueue
 from tests.api.conftest import Server, StartServer
 from tests.browser.test_review_page import CHROMIUM, CHROMIUM_ARGS
+from tests.strictness import unavailable
 
 pytestmark = pytest.mark.browser
 
@@ -153,10 +154,9 @@ JUDGES: dict[str, Callable[[Shown], bool]] = {
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
-        pytest.skip("no /usr/bin/chromium: apt-get install -y chromium")
-    sync_api = pytest.importorskip(
-        "playwright.sync_api", reason="no playwright: pip install playwright"
-    )
+        unavailable("no /usr/bin/chromium: apt-get install -y chromium")
+    from playwright import sync_api  # in the dev extra: a missing one is an error
+
     with sync_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS

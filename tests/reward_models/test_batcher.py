@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -92,16 +92,37 @@ def test_token_budget_splits_batches_and_buckets_lengths():
     assert batcher.stats.padding_efficiency == 1.0
 
 
-def test_max_wait_bounds_the_wait_of_a_lone_request():
-    batcher = DynamicBatcher(Recorder(), BatcherConfig(max_batch_tokens=10_000, max_wait_ms=30))
+async def until(condition: Callable[[], bool]) -> None:
+    """Yield to the loop until ``condition`` holds (bounded: a hang fails the test)."""
+    async with asyncio.timeout(30):
+        while not condition():
+            await asyncio.sleep(0)
 
-    async def go():
-        started = time.monotonic()
-        await batcher.submit("x", 5)
-        return time.monotonic() - started
 
-    waited = asyncio.run(go())
-    assert 0.025 <= waited < 1.0
+def test_a_request_waits_for_company_then_goes_alone():
+    # Waiting: with a long max_wait, a request submitted after the first one
+    # still joins its batch. Not forever: a lone request with a short max_wait
+    # is dispatched without company (the timeout only guards against a hang).
+    recorder = Recorder()
+    patient = DynamicBatcher(
+        recorder, BatcherConfig(max_batch_tokens=10_000, max_batch_size=2, max_wait_ms=60_000)
+    )
+
+    async def pair():
+        first = asyncio.ensure_future(patient.submit("a", 5))
+        await until(lambda: patient.queued == 1)
+        return await asyncio.gather(first, patient.submit("b", 5))
+
+    assert asyncio.run(pair()) == ["A", "B"]
+    assert recorder.batches == [["a", "b"]]
+
+    lone = DynamicBatcher(Recorder(), BatcherConfig(max_batch_tokens=10_000, max_wait_ms=30))
+
+    async def alone():
+        async with asyncio.timeout(30):
+            return await lone.submit("x", 5)
+
+    assert asyncio.run(alone()) == "X"
 
 
 def test_a_failing_batch_fails_exactly_its_requests():
@@ -126,9 +147,11 @@ def test_a_failing_batch_fails_exactly_its_requests():
 
 def test_full_queue_refuses_with_a_typed_error():
     release = threading.Event()
+    running = threading.Event()
 
     def slow(items: Sequence[str]) -> list[str]:
-        release.wait(5)
+        running.set()
+        release.wait(30)
         return list(items)
 
     batcher = DynamicBatcher(
@@ -137,9 +160,9 @@ def test_full_queue_refuses_with_a_typed_error():
 
     async def go():
         first = asyncio.ensure_future(batcher.submit("a", 1))
-        await asyncio.sleep(0.05)  # "a" is now on the worker thread
+        assert await asyncio.to_thread(running.wait, 30)  # "a" is on the worker thread
         queued = [asyncio.ensure_future(batcher.submit(x, 1)) for x in "bc"]
-        await asyncio.sleep(0.01)
+        await until(lambda: batcher.queued == 2)
         with pytest.raises(QueueFullError):
             await batcher.submit("d", 1)
         release.set()
@@ -151,30 +174,33 @@ def test_full_queue_refuses_with_a_typed_error():
 
 def test_expired_requests_are_not_computed_and_callers_are_told():
     release = threading.Event()
+    running = threading.Event()
     seen: list[str] = []
 
     def slow(items: Sequence[str]) -> list[str]:
         seen.extend(items)
-        release.wait(5)
+        running.set()
+        release.wait(60)
         return list(items)
 
     batcher = DynamicBatcher(slow, BatcherConfig(max_batch_size=1, max_wait_ms=0))
 
     async def go():
         first = asyncio.ensure_future(batcher.submit("first", 1))
-        await asyncio.sleep(0.02)
-        started = time.monotonic()
-        with pytest.raises(DeadlineExceededError):
-            await batcher.submit("late", 1, deadline=time.monotonic() + 0.05)
-        waited = time.monotonic() - started
+        assert await asyncio.to_thread(running.wait, 30)
+        # The worker stays busy until release is set, which happens only after
+        # "late" was refused: the caller is told at its deadline, not when the
+        # thread frees up (else this waits out the guard and fails).
+        async with asyncio.timeout(30):
+            with pytest.raises(DeadlineExceededError):
+                await batcher.submit("late", 1, deadline=time.monotonic() + 0.05)
         release.set()
         await first
-        await asyncio.sleep(0.05)
-        return waited
+        # FIFO: once a request queued after "late" is done, "late" was passed over.
+        return await batcher.submit("after", 1)
 
-    waited = asyncio.run(go())
-    assert waited < 1.0  # told at the deadline, not when the thread frees up
-    assert seen == ["first"]  # "late" expired in the queue and never ran
+    assert asyncio.run(go()) == "after"
+    assert seen == ["first", "after"]  # "late" expired in the queue and never ran
 
 
 def test_a_deadline_already_past_is_refused():
@@ -192,7 +218,7 @@ def test_close_fails_queued_requests_and_refuses_new_ones():
 
     async def go():
         pending = asyncio.ensure_future(batcher.submit("x", 1))
-        await asyncio.sleep(0.01)
+        await until(lambda: batcher.queued == 1)
         await batcher.close()
         with pytest.raises(BatcherClosedError):
             await pending

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 import threading
 import time
 import uuid
@@ -13,9 +14,10 @@ from typing import Any
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
+from sqlalchemy import event
 
 from store.db import RewardRow, Store
-from store.review import EnqueueItem, Label, LeaseLostError, ReviewQueue
+from store.review import ClaimedItem, EnqueueItem, Label, LeaseLostError, ReviewQueue
 from store.tables import metadata
 
 
@@ -171,7 +173,12 @@ def test_double_review_needs_two_different_reviewers(store: Store) -> None:
 def run_reviewers(
     store: Store, n_items: int, n_reviewers: int, required: int, abandon_every: int
 ) -> list[dict[str, Any]]:
-    """Let reviewers work the queue in threads; some walk away from every n-th item."""
+    """Let reviewers work the queue in threads; some walk away from every n-th item.
+
+    Threads share one Store, whose write lock serializes their claims on SQLite:
+    this checks leases, double review and abandonment under load, not races on the
+    database. Those are the multi-process and interleaved tests at the end.
+    """
     clock = FakeClock()
     queue = ReviewQueue(store, clock=clock)
     log_and_enqueue(store, queue, n_items, required=required)
@@ -257,3 +264,98 @@ def test_twenty_reviewers_label_every_item_exactly_as_often_as_required(
     pairs = Counter((row["item_id"], row["reviewer"]) for row in labels)
     assert set(pairs.values()) == {1}  # double review is by two different people
     assert len({row["reviewer"] for row in labels}) > 1  # the work was actually shared
+
+
+# -- races between processes ----------------------------------------------------
+
+
+def test_a_claim_racing_another_replica_never_shares_an_item(store: Store) -> None:
+    queue = ReviewQueue(store)
+    log_and_enqueue(store, queue, 3)
+    # A second Store on the same database: its own connections and no shared
+    # in-process lock, as another API replica has.
+    other_store = Store(store.url)
+    ours, other = ReviewQueue(store), ReviewQueue(other_store)
+    theirs: list[ClaimedItem | None] = []
+
+    def interleave(conn, cursor, statement, parameters, context, executemany) -> None:
+        # Once, in the gap between our claim's SELECT and its UPDATE: the other
+        # replica claims right then.
+        if statement.lstrip().upper().startswith("UPDATE REVIEW_ITEMS") and not theirs:
+            theirs.append(other.claim("bob"))
+
+    event.listen(store.engine, "before_cursor_execute", interleave)
+    try:
+        mine = ours.claim("alice")
+    finally:
+        event.remove(store.engine, "before_cursor_execute", interleave)
+        other_store.close()
+    assert mine is not None and theirs and theirs[0] is not None
+    if store.is_sqlite:
+        # Our SELECT held no snapshot: the other claim leased the oldest item
+        # first, our UPDATE changed no row, and we moved on to the next item.
+        assert (theirs[0].sample_id, mine.sample_id) == ("s0", "s1")
+        assert ours.claim_conflicts == 1
+    else:
+        # Our SELECT ... FOR UPDATE locked the oldest row, so the other claim
+        # skipped it (SKIP LOCKED) instead of colliding with us.
+        assert (mine.sample_id, theirs[0].sample_id) == ("s0", "s1")
+        assert ours.claim_conflicts == 0 and other.claim_conflicts == 0
+
+
+def _review_in_a_process(url: str, start: Any, reviewer: str) -> tuple[int, int]:
+    """Work the queue from a process of its own until nothing is left to claim."""
+    store = Store(url)
+    try:
+        queue = ReviewQueue(store)
+        start.wait()
+        labelled = 0
+        while (item := queue.claim(reviewer)) is not None:
+            queue.submit(item.id, item.lease_token, reviewer, Label(overall_score=0.5))
+            labelled += 1
+        return labelled, queue.claim_conflicts
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def test_reviewer_processes_label_every_item_once(
+    backend: str, request: pytest.FixtureRequest, tmp_path
+) -> None:
+    # Processes, not threads: the store's in-process write lock does not reach
+    # across them, so claims really race on the database.
+    url = (
+        f"sqlite:///{tmp_path / 'review.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("postgres_url")
+    )
+    store = Store(url)
+    store.migrate()
+    try:
+        log_and_enqueue(store, ReviewQueue(store), 300)
+    finally:
+        store.close()
+    n = 6
+    context = multiprocessing.get_context("spawn")
+    with context.Manager() as manager:
+        start = manager.Barrier(n)
+        with context.Pool(n) as pool:
+            jobs = [pool.apply_async(_review_in_a_process, (url, start, f"r{i}")) for i in range(n)]
+            results = [job.get(timeout=300) for job in jobs]
+    store = Store(url)
+    try:
+        queue = ReviewQueue(store)
+        labels = queue.labels()
+        stats = queue.stats()
+    finally:
+        store.close()
+    per_item = Counter(row["item_id"] for row in labels)
+    assert len(per_item) == 300 and set(per_item.values()) == {1}
+    assert sum(done for done, _ in results) == 300
+    assert (stats["done"], stats["open"], stats["leased"]) == (300, 0, 0)
+    assert sum(1 for done, _ in results if done) > 1  # the work was shared
+    conflicts = sum(c for _, c in results)
+    if backend == "postgres":
+        assert conflicts == 0  # SKIP LOCKED: racing claims pass each other by

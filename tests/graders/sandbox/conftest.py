@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -153,8 +156,9 @@ class Canary:
         )
 
 
-@pytest.fixture
-def canary() -> Iterator[Canary]:
+@contextlib.contextmanager
+def host_canary() -> Iterator[Canary]:
+    """A fresh canary directory, removed afterwards (a control's own target)."""
     # World-readable and world-writable, right under /tmp: only the sandbox's own
     # layers (Landlock), not file permissions, stand in the attack's way.
     root = Path(tempfile.mkdtemp(prefix="arbiter-canary-", dir="/tmp"))
@@ -163,12 +167,17 @@ def canary() -> Iterator[Canary]:
     secret_file = root / "secret.txt"
     secret_file.write_text(secret)
     secret_file.chmod(0o666)
-    c = Canary(root, secret, secret_file, {"secret.txt"})
     try:
-        yield c
-        assert c.untouched(), "the host canary directory was changed"
+        yield Canary(root, secret, secret_file, {"secret.txt"})
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def canary() -> Iterator[Canary]:
+    with host_canary() as c:
+        yield c
+        assert c.untouched(), "the host canary directory was changed"
 
 
 @dataclass
@@ -181,8 +190,9 @@ class Listener:
     datagrams: int = 0
 
 
-@pytest.fixture
-def listener() -> Iterator[Listener]:
+@contextlib.contextmanager
+def host_listener() -> Iterator[Listener]:
+    """Listening sockets on the host that count what reaches them (until closed)."""
     tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     tcp.bind(("127.0.0.1", 0))
     tcp.listen()
@@ -209,9 +219,98 @@ def listener() -> Iterator[Listener]:
 
     thread = threading.Thread(target=watch, daemon=True)
     thread.start()
-    yield seen
-    stop.set()
-    thread.join()
-    tcp.close()
-    udp.close()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        thread.join()
+        # What arrived after the watcher's last look is queued: count it too.
+        with contextlib.suppress(OSError):
+            tcp.accept()[0].close()
+            seen.connections += 1
+        with contextlib.suppress(OSError):
+            udp.recvfrom(4096)
+            seen.datagrams += 1
+        tcp.close()
+        udp.close()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    with host_listener() as seen:
+        yield seen
+        # Whatever was in flight has been accepted or received once the watcher stops.
     assert seen.connections == 0 and seen.datagrams == 0, "the host listener was reached"
+
+
+# --- controls: each attack, run without the protection that stops it, must succeed
+
+
+#: Returns a grader whose pool leaves the named layers out.
+Unconfined = Callable[..., UnitTestsGrader]
+
+
+@pytest.fixture(scope="session")
+def unconfined() -> Iterator[Unconfined]:
+    """Graders on pools that leave the named layers out: the layer attacks' controls."""
+    pools: dict[tuple[str, ...], SandboxPool] = {}
+
+    def make(*disabled: str) -> UnitTestsGrader:
+        key = tuple(sorted(disabled))
+        if key not in pools:
+            pool = SandboxPool(PoolConfig(slots=1, disable_layers=key))
+            pool.start()
+            left_out = [n for n in key if pool.layers().get(n, "").startswith("active")]
+            assert not left_out, f"layers still active: {left_out}"
+            pools[key] = pool
+        return UnitTestsGrader(pools[key])
+
+    yield make
+    for pool in pools.values():
+        pool.close()
+
+
+def naive_pass(
+    code: str, task: TaskSpec, root: Path, *, passing_status: tuple[int, ...] = (0,)
+) -> bool:
+    """Grade the way a naive harness would: candidate and tests in one process, no sandbox.
+
+    The verdict is the exit status (``passing_status``: 0; for a harness that
+    reads "nothing failed" as a pass, pytest's 5 too); tests and candidate share a
+    writable directory, and a suite is imported once before the run (an import
+    check) so what the candidate plants on import is in place when pytest starts.
+    This is the control for attacks on the verdict: each must pass here.
+    """
+    work = root / "work"
+    tests = root / "tests"
+    work.mkdir(parents=True, exist_ok=True)
+    tests.mkdir(exist_ok=True)
+    env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("PYTEST_ADDOPTS", None)
+
+    def run(argv: list[str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            argv, cwd=work, env=env, input=stdin, capture_output=True, text=True, timeout=60
+        )
+
+    if task.kind == "pytest":
+        (work / f"{task.entry_point or 'solution'}.py").write_text(code)
+        (tests / "test_solution.py").write_text(str(task.tests))
+        run([sys.executable, "-c", f"import {task.entry_point or 'solution'}"])
+        done = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)])
+        ok = done.returncode in passing_status
+    elif task.kind == "stdin_stdout":
+        (work / "solution.py").write_text(code)
+        cases = task.tests if isinstance(task.tests, list) else []
+        ok = all(
+            isinstance(case, IOCase)
+            and run([sys.executable, "solution.py"], case.input).stdout.split()
+            == case.output.split()
+            for case in cases
+        )
+    else:
+        tests_text = task.tests if isinstance(task.tests, str) else "\n".join(task.tests)
+        call = f"\ncheck({task.entry_point})\n" if "def check(" in tests_text else "\n"
+        (work / "run.py").write_text(f"{code}\n{tests_text}{call}")
+        ok = run([sys.executable, "run.py"]).returncode in passing_status
+    return ok

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from graders.sandbox import Limits, SandboxPool
@@ -132,20 +134,25 @@ def test_forged_replies_are_still_caught(grader: UnitTestsGrader, when: str) -> 
 
 def test_a_run_gone_before_the_calls_fails_each_unit(pool: SandboxPool) -> None:
     # The candidate leaves right after loading: sending the calls ahead meets a
-    # closed socket, and every unit fails as "exited" (not the grader).
+    # closed socket, and every unit fails as "exited" (not the grader). It exits
+    # on the child's first read after the load reply, and the test waits for
+    # the channel's end of file before sending anything: no timing involved.
     code = (
-        "import os, threading, time\n"
-        "threading.Thread(target=lambda: (time.sleep(0.05), os._exit(0))).start()\n"
+        "import os, socket\n"
+        "def _gone(*args, **kwargs):\n"
+        "    os._exit(0)\n"
+        "socket.socket.recv = socket.socket.recv_into = _gone\n"
         "def f(x):\n"
         "    return x\n"
     )
-    tests = (
-        "import time\n"
-        "time.sleep(0.3)  # the tests' own setup, before any call\n"
-        "def check(candidate):\n"
-        "    assert candidate(1) == 1\n"
-        "    assert candidate(2) == 2\n"
-    )
-    outcomes, channel = run(pool, code, tests)
+    tests = "def check(candidate):\n    assert candidate(1) == 1\n    assert candidate(2) == 2\n"
+    plan = plan_function_tests(tests)
+    with pool.function_run(code, Limits(timeout_s=5.0)) as child:
+        channel = Channel(child.channel, child.deadline, max_bytes=1 << 20)
+        load = channel.load()
+        assert load.ok
+        child.channel.settimeout(30)
+        assert child.channel.recv(1, socket.MSG_PEEK) == b""  # gone
+        outcomes = run_plan(plan, channel, load, "f")
     assert [o.outcome for o in outcomes] == ["exited", "exited"]
     assert channel.broken is not None and channel.broken.reason == "exited"
