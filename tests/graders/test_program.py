@@ -14,6 +14,7 @@ from graders.types import FailureKind, Message, Sample, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from rubrics.loader import load_rubric
 from rubrics.score import score_samples
+from tests.strictness import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -161,7 +162,7 @@ def test_no_code_is_the_policy_fault_when_fail_as_zero(grader, fail_as_zero, sco
 def _humanevalpack() -> list[dict[str, Any]]:
     path = SHARED_DATA / "humanevalpack_python.jsonl"
     if not path.exists():
-        pytest.skip(f"{path} is absent: the shared reference data is not beside the checkout")
+        unavailable(f"{path} is absent: the shared reference data is not beside the checkout")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
