@@ -15,10 +15,11 @@ the end of the response is taken, and ``truncated`` says so.
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from typing import Literal
+
+from graders.sandbox.syntax import parse_module
 
 __all__ = ["Block", "ExtractedCode", "blocks", "extract_code"]
 
@@ -83,7 +84,7 @@ def extract_code(response: str, *, which: Literal["all", "last"] = "all") -> Ext
     if not response.strip():
         return None
     try:
-        ast.parse(response)
+        parse_module(response)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         # ValueError: null bytes; RecursionError/MemoryError: absurd nesting. None of
         # them is a program this grader can run; the caller reports no_code.

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from graders.code import ExtractedCode, blocks, extract_code
+from graders.sandbox.syntax import parse_module
 from graders.types import Sample
 
 __all__ = ["Program", "assemble_program", "program_of", "prompt_text"]
@@ -70,7 +71,7 @@ def _compiles(code: str) -> ast.Module | None:
             # The candidate's own warnings (invalid escapes) are not ours to show.
             warnings.simplefilter("ignore")
             compile(code, "solution.py", "exec", dont_inherit=True)
-            return ast.parse(code)
+            return parse_module(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 

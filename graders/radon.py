@@ -44,6 +44,7 @@ from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-un
 from graders.analysis_pool import shared_pool
 from graders.base import Grader, GraderConfig
 from graders.program import prompt_text
+from graders.sandbox.syntax import parse_module
 from graders.static_analysis import StaticAnalyzer, analyse_response
 from graders.types import GradeResult, Sample
 
@@ -217,7 +218,7 @@ def measure_radon(code: str, options: RadonOptions) -> RadonMetrics:
             # A SyntaxWarning turned into an error (python -W error) would make
             # valid code a syntax error; the model's invalid escapes are not ours.
             warnings.simplefilter("ignore")
-            tree = ast.parse(code)
+            tree = parse_module(code)
     except SyntaxError as e:
         return RadonMetrics(syntax_error=f"line {e.lineno}: {e.msg}")
     except ValueError as e:  # "source code string cannot contain null bytes"

@@ -28,6 +28,8 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from graders.sandbox.syntax import parse_expression
+
 __all__ = [
     "MAX_FORMULA_CHARS",
     "MAX_FORMULA_DEPTH",
@@ -257,7 +259,7 @@ def compile_formula(text: str, names: Iterable[str]) -> Formula:
             f"the formula has {len(source)} characters; the limit is {MAX_FORMULA_CHARS}"
         )
     try:
-        tree = ast.parse(source, mode="eval")
+        tree = parse_expression(source)
     except SyntaxError as e:
         # Python reports offset 0 when the text ended too early: point at the end.
         col = lead + (e.offset - 1 if e.offset else len(source))

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from graders.sandbox.syntax import parse_module
 from graders.types import Violation, ViolationType
 
 __all__ = [
@@ -260,7 +261,7 @@ class CodeContext:
 
         ``inherited`` seeds the aliases, for code run inside another's namespace.
         """
-        tree = ast.parse(code)
+        tree = parse_module(code)
         resolver = Resolver(tree, star_lookup, inherited)
         ctx = cls(
             code,

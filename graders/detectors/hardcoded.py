@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from graders.detectors._context import CodeContext, literal_value
+from graders.sandbox.syntax import parse_module
 from graders.types import IOCase, TaskSpec, Violation, ViolationType
 
 __all__ = ["Case", "cases_from_task", "detect", "distinctive", "freeze", "rich"]
@@ -161,7 +162,7 @@ def _unwrap(node: ast.expr, entry_point: str | None) -> ast.Call | None:
 
 def _cases_from_source(source: str, entry_point: str | None) -> list[Case]:
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except (SyntaxError, ValueError):
         return []
     cases: list[Case] = []

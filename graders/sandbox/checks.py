@@ -31,6 +31,7 @@ from graders.sandbox.proxy import (
     LoadResult,
     Uncrossable,
 )
+from graders.sandbox.syntax import parse_module
 
 __all__ = ["CheckPlan", "CheckPlanError", "UnitOutcome", "plan_function_tests", "run_plan"]
 
@@ -284,8 +285,8 @@ def _plan(tests: str | list[str], setup_code: str | None) -> CheckPlan:
     source = tests if isinstance(tests, str) else "\n".join(tests)
     setup = setup_code or ""
     try:
-        tree = ast.parse(source)
-        setup_tree = ast.parse(setup)
+        tree = parse_module(source)
+        setup_tree = parse_module(setup)
     except SyntaxError as e:
         raise CheckPlanError(f"the tests do not parse: {e}") from e
     # Every statement is walked once, when it is compiled; what the walks find
@@ -318,7 +319,7 @@ def _plan(tests: str | list[str], setup_code: str | None) -> CheckPlan:
             statements = _compile(body, source, seen, as_units=True)
         except SyntaxError:
             # e.g. a ``return`` inside check: run check whole, as one unit.
-            whole = ast.parse(f"check({param})" if param else "check()").body
+            whole = parse_module(f"check({param})" if param else "check()").body
             prelude += _compile([check], source, seen, as_units=False)
             statements = _compile(whole, f"check({param})", _Seen(), as_units=True)
             statements = (

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from graders.sandbox.syntax import parse_module
+
 __all__ = [
     "SuiteVerdict",
     "cross_check",
@@ -70,7 +72,7 @@ def tampering_signals(code: str) -> list[Signal]:
     that a test suite imports, each is a reason to distrust the suite's report.
     """
     try:
-        tree = ast.parse(code)
+        tree = parse_module(code)
     except SyntaxError:
         return []
     out: list[Signal] = []
@@ -124,7 +126,7 @@ def expected_test_ids(files: Mapping[str, str]) -> set[str]:
         if not any(fnmatch.fnmatch(posixpath.basename(path), p) for p in _TEST_FILES):
             continue
         try:
-            tree = ast.parse(text)
+            tree = parse_module(text)
         except SyntaxError:
             continue
         for node in tree.body:
