@@ -66,9 +66,18 @@ class IdempotencyClaims:
         try:
             with self.store.engine.begin() as conn:
                 conn.execute(insert(idempotency_claims), row)
-            return ClaimOutcome(claimed=True)
         except IntegrityError:
             pass
+        else:
+            # The look above may have run just before a winner committed its
+            # response and dropped its claim in one transaction; our insert then
+            # found the key free. Look again now that our claim is committed:
+            # whatever committed before it is visible.
+            stored = self.store.find_request(client, key)
+            if stored is None:
+                return ClaimOutcome(claimed=True)
+            self.release(client, key, owner)
+            return ClaimOutcome(claimed=False, stored=stored)
         with self.store.engine.begin() as conn:
             # Take over a claim whose owner is presumed dead; one replica wins the UPDATE.
             taken = conn.execute(

@@ -73,6 +73,34 @@ def test_one_owner_claims_a_key_the_other_waits_then_replays(store: Store) -> No
     assert not done.claimed and done.stored is not None and done.stored.id == "req1"
 
 
+def test_a_key_freed_by_the_winners_log_between_look_and_insert_replays(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two replicas graded one key twice: b looked (nothing stored), a then logged
+    # its response and dropped its claim in one transaction, and b's insert found
+    # the key free. The interleaving is forced here by running a's log inside b's
+    # first look.
+    claims = IdempotencyClaims(store)
+    assert claims.claim("c", "k", "a", lease_s=60).claimed
+    real = store.find_request
+    looks: list[str] = []
+
+    def look_then_winner_logs(client: str, key: str):  # type: ignore[no-untyped-def]
+        found = real(client, key)
+        looks.append(key)
+        if len(looks) == 1:
+            log(store, "req1", 2, key="k")
+        return found
+
+    monkeypatch.setattr(store, "find_request", look_then_winner_logs)
+    late = claims.claim("c", "k", "b", lease_s=60)
+    assert not late.claimed, "b would grade a key whose response is already stored"
+    assert late.stored is not None and late.stored.id == "req1"
+    # b's claim went with it: the next caller replays too.
+    again = claims.claim("c", "k", "x", lease_s=60)
+    assert not again.claimed and again.stored is not None
+
+
 def test_a_released_or_expired_claim_can_be_taken(store: Store) -> None:
     claims = IdempotencyClaims(store)
     assert claims.claim("c", "k", "a", lease_s=60).claimed
