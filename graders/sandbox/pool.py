@@ -169,6 +169,45 @@ REPORT_GRACE_S = 5.0
 _SLOT_DIRS = ("runs", "tests", "work")
 
 
+def spawn_boot(
+    boot: str, *, pythonpath: str, home: str, cwd: str, log_path: str
+) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """Start ``python -s -c BOOT FD`` in a bare environment; return it and our end of FD.
+
+    FD is one end of a new socket pair, the only descriptor the child inherits;
+    its stderr goes to ``log_path``. ``home`` is its HOME and TMPDIR.
+    """
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    env = {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "PYTHONPATH": pythonpath,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "LANG": "C.UTF-8",
+        "HOME": home,
+        "TMPDIR": home,
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+    }
+    log = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed below
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-s", "-c", boot, str(theirs.fileno())],
+            pass_fds=[theirs.fileno()],
+            env=env,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+        )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+        log.close()
+    return proc, ours
+
+
 class SandboxError(RuntimeError):
     """The sandbox itself failed (a zygote died or hung, no slot was free): not the candidate."""
 
@@ -494,37 +533,20 @@ class _Slot:
             os.mkdir(os.path.join(self.dir, sub), 0o700)
             if os.getuid() == 0:
                 os.chown(os.path.join(self.dir, sub), self.uid, self.uid)
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         # The zygote's own stderr (its crashes) goes to a log beside, not inside, its scratch.
         self.log = self.dir + ".log"
-        log = open(self.log, "wb")  # noqa: SIM115 - handed to the child, closed below
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            # The project, plus whatever path the trusted process was given (an
-            # interpreter outside a virtual environment finds its packages there).
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
-            ),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONNOUSERSITE": "1",
-            "LANG": "C.UTF-8",
-            "HOME": os.path.join(self.dir, "runs"),
-            "TMPDIR": os.path.join(self.dir, "runs"),
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        }
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-s", "-c", _ZYGOTE_BOOT, str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                env=env,
-                cwd=self.dir,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-            )
-        finally:
-            theirs.close()
-            log.close()
+        # The project, plus whatever path the trusted process was given (an
+        # interpreter outside a virtual environment finds its packages there).
+        pythonpath = os.pathsep.join(
+            p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
+        )
+        self.proc, ours = spawn_boot(
+            _ZYGOTE_BOOT,
+            pythonpath=pythonpath,
+            home=os.path.join(self.dir, "runs"),
+            cwd=self.dir,
+            log_path=self.log,
+        )
         self.ctrl = ours
         self.seq = 0
         try:

@@ -20,7 +20,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,7 +28,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame, send_frame
-from graders.sandbox.pool import REPORT_GRACE_S, SandboxError
+from graders.sandbox.pool import REPORT_GRACE_S, SandboxError, spawn_boot
 
 __all__ = ["SuiteHost", "SuiteReport"]
 
@@ -117,31 +116,13 @@ class SuiteHost:
     def _start(self) -> None:
         self._stop()
         self._scratch = tempfile.mkdtemp(prefix="arbiter-suites-")
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        env = {
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONNOUSERSITE": "1",
-            "LANG": "C.UTF-8",
-            "HOME": self._scratch,
-            "TMPDIR": self._scratch,
-            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-        }
-        log = open(os.path.join(self._scratch, "host.log"), "wb")  # noqa: SIM115 - closed below
-        try:
-            self._proc = subprocess.Popen(
-                [sys.executable, "-s", "-c", _HOST_BOOT, str(theirs.fileno())],
-                pass_fds=[theirs.fileno()],
-                env=env,
-                cwd=self._scratch,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-            )
-        finally:
-            theirs.close()
-            log.close()
+        self._proc, ours = spawn_boot(
+            _HOST_BOOT,
+            pythonpath=os.environ.get("PYTHONPATH", ""),
+            home=self._scratch,
+            cwd=self._scratch,
+            log_path=os.path.join(self._scratch, "host.log"),
+        )
         self._ctrl = ours
         try:
             ready = recv_frame(
