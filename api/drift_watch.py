@@ -298,6 +298,12 @@ class SharedDriftWatch(DriftWatch):
             "1 on the replica that runs the shared drift monitor, 0 on the others.",
             registry=metrics.registry,
         )
+        self.position_gauge = Gauge(
+            "arbiter_drift_monitor_log_position",
+            "Id of the newest reward-log row the shared drift monitor has read "
+            "(on the leader; 0 on the others). Behind the log's newest id: the monitor lags.",
+            registry=metrics.registry,
+        )
 
     @property
     def leading(self) -> bool:
@@ -367,6 +373,7 @@ class SharedDriftWatch(DriftWatch):
                     raise
         finally:
             self.leader_gauge.set(1 if self.leader.held else 0)
+            self.position_gauge.set(self.cursor.newest if self.leader.held else 0)
         self._read_flags()
 
     def _take_over(self) -> None:

@@ -24,6 +24,13 @@ class Settings(BaseSettings):
     )
     host: str = "127.0.0.1"
     port: int = 8000
+    keep_alive_s: int = Field(
+        default=75,
+        ge=1,
+        description="Seconds an idle keep-alive connection stays open. Longer than the clients' "
+        "own idle expiry (httpx 5 s, aiohttp 15 s) and a load balancer's (60 s), so a client "
+        "never sends on a connection the server is closing, which resets it mid-request.",
+    )
     auth: Literal["required", "disabled"] = Field(
         default="required",
         description="'disabled' serves without API keys: for local development only, and loud.",

@@ -386,6 +386,7 @@ def serve(
         log_config=None,
         access_log=False,
         timeout_graceful_shutdown=graceful_s,
+        timeout_keep_alive=settings.keep_alive_s,
     )
 
 

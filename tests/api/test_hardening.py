@@ -11,7 +11,9 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -236,6 +238,41 @@ def test_hostile_bodies_get_4xx_json_and_never_stall(server: Server) -> None:
         check()
     print(f"statuses: {dict(sorted(statuses.items()))}")
     assert any(s >= 400 for s in statuses) and 200 in statuses
+
+
+def read_response(sock: socket.socket) -> bytes:
+    """Read one HTTP/1.1 response with a Content-Length body; b"" if the server closed."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return data
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?im)^content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+    while len(body) < length:
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
+def test_an_idle_connection_outlives_the_clients_own_idle_expiry(server: Server) -> None:
+    # A pooled client reuses a connection idle up to its own expiry (httpx: 5 s).
+    # A server that closes first races it: a request sent as the server closes is
+    # reset (httpx.ReadError mid-load). So the server must keep it open longer.
+    client_expiry = httpx.Limits().keepalive_expiry
+    assert client_expiry is not None
+    host, port = server.url.removeprefix("http://").split(":")
+    request = f"GET /healthz HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(request)
+        assert read_response(sock).startswith(b"HTTP/1.1 200")
+        time.sleep(client_expiry + 1)
+        sock.sendall(request)
+        again = read_response(sock)
+    assert again.startswith(b"HTTP/1.1 200"), f"idle {client_expiry + 1} s, then: {again!r}"
 
 
 def test_a_reused_idempotency_key_with_another_body_is_refused(server: Server) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import threading
 import time
 from collections import Counter
@@ -19,7 +20,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, func, select
 
-from store.tables import drift_alerts, requests, review_items
+from store.tables import drift_alerts, requests, review_items, rewards
 from tests.api.conftest import Server, StartServer
 from tests.api.test_drift_api import DRIFTY, batch
 
@@ -41,6 +42,29 @@ def leading(server: Server) -> bool:
     with server.client() as http:
         metrics = http.get("/metrics").text
     return "arbiter_drift_monitor_leader 1.0" in metrics
+
+
+def wait_until_the_monitor_has_read_the_log(pair: Pair) -> None:
+    """Wait until the leader has read every logged reward (so every alert it will open is open)."""
+    engine = create_engine(pair.db_url)
+    try:
+        with engine.connect() as conn:
+            newest = conn.execute(select(func.max(rewards.c.id))).scalar_one()
+    finally:
+        engine.dispose()
+    deadline = time.monotonic() + 30
+    while True:
+        positions = []
+        for server in pair.servers:
+            with server.client() as http:
+                text = http.get("/metrics").text
+            match = re.search(r"^arbiter_drift_monitor_log_position (\S+)$", text, re.M)
+            assert match, "no arbiter_drift_monitor_log_position in /metrics"
+            positions.append(float(match.group(1)))
+        if max(positions) >= newest:
+            return
+        assert time.monotonic() < deadline, f"monitor read to {positions}, log to {newest}"
+        time.sleep(0.05)
 
 
 def failover_batch(rng: random.Random, start: int, mean_turns: float) -> dict[str, object]:
@@ -148,6 +172,9 @@ def test_one_monitor_over_both_replicas_opens_one_alert_seen_by_both(
             if drift_flags(clients[b % 2].post("/v1/rewards", json=batch(rng, 20 * b, 8.0))):
                 seen.add(b % 2)
             b += 1
+        # The leader may still be reading the last batches: alerts they open
+        # would reach one listing and not the other.
+        wait_until_the_monitor_has_read_the_log(pair)
         listed = [
             c.get("/v1/drift/alerts", params={"open_only": True, "rubric": "drifty"}).json()
             for c in clients
