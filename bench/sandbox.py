@@ -103,9 +103,12 @@ def naive(rows: Sequence[dict[str, Any]], workers: int, name: str) -> float:
 
 
 def _suite(row: dict[str, Any]) -> str:
-    """Return a HumanEvalPack item's ``check`` as a pytest module importing the candidate."""
+    """Return a HumanEvalPack item's ``check`` as a pytest module that star-imports the candidate.
+
+    Star, not the entry point alone: some checks call the prompt's helpers (``poly``).
+    """
     return (
-        f"from solution import {row['entry_point']}\n\n{row['test']}\n\n"
+        f"from solution import *\n\n{row['test']}\n\n"
         f"def test_check():\n    check({row['entry_point']})\n"
     )
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import heapq
 import itertools
+import logging
 import os
 import queue
 import shutil
@@ -26,7 +28,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,8 @@ from graders.sandbox.frames import (
     recv_frame,
     send_frame,
 )
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_LAZY",
@@ -521,7 +525,7 @@ class _Slot:
         self.seq = 0
         self.log = self.dir + ".log"
         #: Demotes the run in progress once it has run for its long_after_s.
-        self._demotion: threading.Timer | None = None
+        self._demotion: int | None = None
 
     def start(self) -> None:
         if os.path.exists(self.dir):
@@ -620,12 +624,10 @@ class _Slot:
             seq, zygote = self.seq, self.proc.pid
 
             def demote() -> None:
-                if self.seq == seq and self._demotion is not None:
+                if self.seq == seq:
                     _demote(zygote)
 
-            self._demotion = threading.Timer(float(long_after_s), demote)
-            self._demotion.daemon = True
-            self._demotion.start()
+            self._demotion = self.pool.timers.call_later(float(long_after_s), demote)
         return self.seq
 
     def finish(self, seq: int, deadline: float, *, end: bool) -> RunReport:
@@ -634,7 +636,7 @@ class _Slot:
             return self._finish(seq, deadline, end=end)
         finally:
             if self._demotion is not None:
-                self._demotion.cancel()
+                self.pool.timers.cancel(self._demotion)
                 self._demotion = None
 
     def _finish(self, seq: int, deadline: float, *, end: bool) -> RunReport:
@@ -651,6 +653,70 @@ class _Slot:
             raise SandboxError(
                 f"sandbox slot {self.index} failed during a run: {e}; {self.log_tail()}"
             ) from e
+
+
+class _Timers:
+    """One thread that runs callbacks after a delay, for the whole pool.
+
+    A ``threading.Timer`` per run costs a thread start on every run, about a
+    tenth of the floor's throughput; one thread with a heap costs a push.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._cancelled: set[int] = set()
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def call_later(self, delay_s: float, callback: Callable[[], None]) -> int:
+        """Run ``callback`` on the timer thread after ``delay_s``; return a handle to cancel."""
+        with self._cond:
+            handle = next(self._ids)
+            heapq.heappush(self._heap, (time.monotonic() + delay_s, handle, callback))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="sandbox-timers", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+            return handle
+
+    def cancel(self, handle: int) -> None:
+        """Drop a callback that has not run yet (a no-op once it has)."""
+        with self._cond:
+            if any(entry[1] == handle for entry in self._heap):
+                self._cancelled.add(handle)
+
+    def stop(self) -> None:
+        """Drop every pending callback and end the thread (a later call starts a new one)."""
+        with self._cond:
+            self._heap.clear()
+            self._cancelled.clear()
+            thread, self._thread = self._thread, None
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    def _run(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._cond:
+                while True:
+                    if self._thread is not me:
+                        return
+                    now = time.monotonic()
+                    if self._heap and self._heap[0][0] <= now:
+                        _, handle, callback = heapq.heappop(self._heap)
+                        if handle in self._cancelled:
+                            self._cancelled.discard(handle)
+                            continue
+                        break
+                    self._cond.wait(self._heap[0][0] - now if self._heap else None)
+            try:
+                callback()
+            except Exception:  # one failed callback must not stop the others
+                logger.exception("sandbox timer callback failed")
 
 
 class _Lanes:
@@ -747,6 +813,7 @@ class SandboxPool:
         self._suites: list[_Slot] = []
         self._idle_suites: queue.Queue[_Slot] = queue.Queue()
         self._lanes = _Lanes(self.size, self.long_size)
+        self.timers = _Timers()
         self._lock = threading.Lock()
         self._started = False
         #: The uids this pool's slots and suite zygotes run as (held while started).
@@ -792,6 +859,7 @@ class SandboxPool:
         """Kill every zygote (and so every run) and remove the scratch directories."""
         with self._lock:
             self._close_slots()
+            self.timers.stop()
             self.uids.release()
             self._idle = queue.Queue()
             self._idle_suites = queue.Queue()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from graders.sandbox import PoolConfig, SandboxPool
+from graders.sandbox.pool import _Timers
 from graders.types import FailureKind, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade
@@ -145,3 +147,23 @@ def _sample(code: str, task: TaskSpec):  # type: ignore[no-untyped-def]
     from graders.types import Sample
 
     return Sample(id="s", response=f"```python\n{code}\n```", task=task)
+
+
+def test_the_pools_timer_thread_runs_due_callbacks_and_skips_cancelled_ones() -> None:
+    timers = _Timers()
+    ran: list[str] = []
+    done = threading.Event()
+    timers.call_later(0.05, lambda: ran.append("first"))
+    dropped = timers.call_later(0.01, lambda: ran.append("cancelled"))
+    timers.cancel(dropped)
+    timers.call_later(0.1, done.set)
+    assert done.wait(10)
+    assert ran == ["first"]
+    thread = timers._thread
+    timers.stop()
+    assert thread is not None and not thread.is_alive()
+    # After a stop, a new callback starts a new thread.
+    again = threading.Event()
+    timers.call_later(0.0, again.set)
+    assert again.wait(10)
+    timers.stop()
