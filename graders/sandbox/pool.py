@@ -138,7 +138,7 @@ DEFAULT_LAZY: tuple[str, ...] = ("threading", "queue")
 #: A run's wall-clock backstop, as a multiple of its CPU-time limit.
 DEFAULT_WALL_FACTOR = 1.5
 #: Wall seconds after which a run leaves the fast lane (and drops to the lowest CPU priority).
-DEFAULT_LONG_AFTER_S = 1.0
+DEFAULT_LONG_AFTER_S = 0.25
 #: Long-lane places per fast slot (their zygotes start only when a run first needs one).
 LONG_LANE_PER_SLOT = 8
 
@@ -423,16 +423,105 @@ def _children(pid: int) -> list[int]:
 _LONG_NICE = 19
 
 
-def _demote(zygote_pid: int) -> None:
+class _IdleGroup:
+    """A CPU cgroup with ``cpu.idle`` set, under this process's own, for long-lane runs.
+
+    Nice 19 only weighs a run down; a core it holds still makes a waking short
+    run wait for the end of its slice, and short runs wake many times each.
+    The kernel preempts an idle-policy group for any other task at once, so
+    short runs keep their latency while long ones soak up the idle CPU. Needs
+    write access to a cgroup hierarchy with the ``cpu`` controller (v1 or v2,
+    as root); where there is none, :meth:`create` returns ``None`` and nice 19
+    (and the autogroup's nice) is all the long lane gets.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, name: str) -> _IdleGroup | None:
+        """Make the group, or return ``None`` where this host does not allow it."""
+        for parent in _cpu_cgroup_dirs():
+            path = os.path.join(parent, name)
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                pass
+            except OSError:
+                continue
+            try:
+                with open(os.path.join(path, "cpu.idle"), "w") as f:
+                    f.write("1")
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+                continue
+            return cls(path)
+        return None
+
+    def add(self, pid: int) -> bool:
+        """Move one process into the group; ``False`` if it is gone (or refused)."""
+        try:
+            with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+        except OSError:
+            return False
+        return True
+
+    def remove(self) -> None:
+        """Remove the group once its processes are gone (they are killed before this)."""
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+        logger.warning("could not remove the long lane's cgroup %s", self.path)
+
+
+def _cpu_cgroup_dirs() -> list[str]:
+    """Return where this process's CPU cgroup lives, one path per hierarchy that has one."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(","):  # v1: the cpu controller's own hierarchy
+            for mount in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
+                if os.path.isfile(os.path.join(mount, "cpu.shares")):
+                    found.append(os.path.normpath(mount + path))
+                    break
+        elif controllers == "":  # v2: only if cpu is enabled for children here
+            for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                base = os.path.normpath(mount + path)
+                try:
+                    with open(os.path.join(base, "cgroup.subtree_control")) as f:
+                        enabled = f.read().split()
+                except OSError:
+                    continue
+                if "cpu" in enabled:
+                    found.append(base)
+                    break
+    return found
+
+
+def _demote(zygote_pid: int, idle: _IdleGroup | None) -> None:
     """Drop the run under a slot's zygote (and what it started) to the lowest CPU priority.
 
-    The zygote renices the run's process group itself, but that is not
-    enough where the kernel groups sessions (``sched_autogroup``): every run
-    starts a session, hence a scheduling group of its own, and only the
-    group's nice value counts against other groups. The group's nice is set
-    through ``/proc/PID/autogroup``, which the confined zygote cannot reach:
-    this side does it. Processes are found from the zygote's pid (outer
-    zygote, then PID 1 of its namespace, then the run and its descendants).
+    Into ``idle`` where the host has one (see :class:`_IdleGroup`); nice 19
+    either way. The zygote renices the run's process group itself, but that
+    is not enough where the kernel groups sessions (``sched_autogroup``):
+    every run starts a session, hence a scheduling group of its own, and only
+    the group's nice value counts against other groups. The group's nice is
+    set through ``/proc/PID/autogroup``, which the confined zygote cannot
+    reach: this side does it. Processes are found from the zygote's pid
+    (outer zygote, then PID 1 of its namespace, then the run and its
+    descendants).
     """
     pending = [run for inner in _children(zygote_pid) for run in _children(inner)]
     seen: set[int] = set()
@@ -441,6 +530,8 @@ def _demote(zygote_pid: int) -> None:
         if pid in seen:
             continue
         seen.add(pid)
+        if idle is not None:
+            idle.add(pid)
         with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as f:
             f.write(str(_LONG_NICE))
         with contextlib.suppress(OSError):
@@ -625,7 +716,7 @@ class _Slot:
 
             def demote() -> None:
                 if self.seq == seq:
-                    _demote(zygote)
+                    _demote(zygote, self.pool.idle_group)
 
             self._demotion = self.pool.timers.call_later(float(long_after_s), demote)
         return self.seq
@@ -814,6 +905,8 @@ class SandboxPool:
         self._idle_suites: queue.Queue[_Slot] = queue.Queue()
         self._lanes = _Lanes(self.size, self.long_size)
         self.timers = _Timers()
+        #: Where long-lane runs go while this pool is started (``None``: nice 19 only).
+        self.idle_group: _IdleGroup | None = None
         self._lock = threading.Lock()
         self._started = False
         #: The uids this pool's slots and suite zygotes run as (held while started).
@@ -839,6 +932,8 @@ class SandboxPool:
                 self._close_slots()
                 self.uids.release()
                 raise
+            if os.geteuid() == 0:
+                self.idle_group = _IdleGroup.create(os.path.basename(self.scratch))
             self._started = True
             # Zygotes die with this process anyway (PDEATHSIG); this also removes scratch.
             atexit.register(self.close)
@@ -860,6 +955,9 @@ class SandboxPool:
         with self._lock:
             self._close_slots()
             self.timers.stop()
+            if self.idle_group is not None:
+                self.idle_group.remove()
+                self.idle_group = None
             self.uids.release()
             self._idle = queue.Queue()
             self._idle_suites = queue.Queue()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -14,6 +16,7 @@ from graders.sandbox.pool import _Timers
 from graders.types import FailureKind, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade
+from tests.strictness import unavailable
 
 LOOPER = "def f():\n    while True:\n        pass\n"
 RETURNS_TRUE = function_task("assert f() is True\n")
@@ -91,6 +94,32 @@ def test_long_runners_do_not_hold_up_short_ones(small_pool: SandboxPool) -> None
             result = looper.result()
             assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT
             assert result.details["sandbox"]["long"]
+
+
+def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
+    small_pool: SandboxPool,
+) -> None:
+    from graders.sandbox.pool import _cpu_cgroup_dirs
+
+    if os.geteuid() != 0:
+        unavailable("only root can make a cpu cgroup for the long lane")
+    if not _cpu_cgroup_dirs():
+        unavailable("this host has no cpu cgroup hierarchy")
+    group = small_pool.idle_group
+    assert group is not None, "root with a cpu cgroup hierarchy, and no idle group"
+    assert Path(group.path, "cpu.idle").read_text().strip() == "1"
+    grader = UnitTestsGrader(small_pool)
+    slow = {"timeout_s": 3.0, "wall_factor": 1.5, "long_after_s": 0.2}
+    with ThreadPoolExecutor(1) as threads:
+        looper = threads.submit(grade, grader, LOOPER, RETURNS_TRUE, **slow)
+        deadline = time.monotonic() + 30
+        while not (members := Path(group.path, "cgroup.procs").read_text().split()):
+            assert time.monotonic() < deadline and not looper.done(), "no run entered the group"
+            time.sleep(0.05)
+        assert looper.result().details["sandbox"]["long"]
+    assert members
+    small_pool.close()
+    assert not Path(group.path).exists(), "the pool left its cgroup behind"
 
 
 def _run_nices(pool: SandboxPool) -> list[int]:
