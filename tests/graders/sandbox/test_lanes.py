@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from graders.sandbox import PoolConfig, SandboxPool
-from graders.sandbox.pool import _Timers
+from graders.sandbox.lanes import Timers
 from graders.types import FailureKind, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade
@@ -99,7 +99,7 @@ def test_long_runners_do_not_hold_up_short_ones(small_pool: SandboxPool) -> None
 def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
     small_pool: SandboxPool,
 ) -> None:
-    from graders.sandbox.pool import _cpu_cgroup_dirs
+    from graders.sandbox.lanes import _cpu_cgroup_dirs
 
     if os.geteuid() != 0:
         unavailable("only root can make a cpu cgroup for the long lane")
@@ -124,7 +124,7 @@ def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
 
 def _run_nices(pool: SandboxPool) -> list[int]:
     """Return the autogroup nice value of every run now in progress in ``pool``."""
-    from graders.sandbox.pool import _children
+    from graders.sandbox.lanes import _children
 
     nices = []
     for slot in pool._slots:
@@ -179,7 +179,7 @@ def _sample(code: str, task: TaskSpec):  # type: ignore[no-untyped-def]
 
 
 def test_the_pools_timer_thread_runs_due_callbacks_and_skips_cancelled_ones() -> None:
-    timers = _Timers()
+    timers = Timers()
     ran: list[str] = []
     done = threading.Event()
     timers.call_later(0.05, lambda: ran.append("first"))

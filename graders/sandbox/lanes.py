@@ -1,0 +1,292 @@
+"""How a pool schedules its runs: a fast lane and a long lane, and moving a run between them.
+
+A run enters the fast lane (one place per core); once it has run for its
+``long_after_s`` it moves to the long lane, its processes drop to the lowest
+CPU priority (and, where the host allows, into a ``cpu.idle`` cgroup), and its
+fast place goes to the next run. :class:`Lanes` admits runs, :func:`demote`
+lowers one, :class:`Timers` is the one thread that demotes on time, and
+:class:`IdleGroup` is the cgroup. The zygote and the confined runs never see
+any of this: it all happens on the trusted side.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from graders.sandbox.errors import SandboxError
+
+__all__ = ["IdleGroup", "Lanes", "Timers", "demote"]
+
+logger = logging.getLogger(__name__)
+
+
+def _children(pid: int) -> list[int]:
+    """Return the children of ``pid`` (every thread's), read from /proc."""
+    found: list[int] = []
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in threads:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                found += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+#: The nice value of a run in the long lane (and of its scheduling group).
+_LONG_NICE = 19
+
+
+class IdleGroup:
+    """A CPU cgroup with ``cpu.idle`` set, under this process's own, for long-lane runs.
+
+    Nice 19 only weighs a run down; a core it holds still makes a waking short
+    run wait for the end of its slice, and short runs wake many times each.
+    The kernel preempts an idle-policy group for any other task at once, so
+    short runs keep their latency while long ones soak up the idle CPU. Needs
+    write access to a cgroup hierarchy with the ``cpu`` controller (v1 or v2,
+    as root); where there is none, :meth:`create` returns ``None`` and nice 19
+    (and the autogroup's nice) is all the long lane gets.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, name: str) -> IdleGroup | None:
+        """Make the group, or return ``None`` where this host does not allow it."""
+        for parent in _cpu_cgroup_dirs():
+            path = os.path.join(parent, name)
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                pass
+            except OSError:
+                continue
+            try:
+                with open(os.path.join(path, "cpu.idle"), "w") as f:
+                    f.write("1")
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
+                continue
+            return cls(path)
+        return None
+
+    def add(self, pid: int) -> bool:
+        """Move one process into the group; ``False`` if it is gone (or refused)."""
+        try:
+            with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+        except OSError:
+            return False
+        return True
+
+    def remove(self) -> None:
+        """Remove the group once its processes are gone (they are killed before this)."""
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+        logger.warning("could not remove the long lane's cgroup %s", self.path)
+
+
+def _cpu_cgroup_dirs() -> list[str]:
+    """Return where this process's CPU cgroup lives, one path per hierarchy that has one."""
+    try:
+        with open("/proc/self/cgroup") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return []
+    found = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpu" in controllers.split(","):  # v1: the cpu controller's own hierarchy
+            for mount in ("/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"):
+                if os.path.isfile(os.path.join(mount, "cpu.shares")):
+                    found.append(os.path.normpath(mount + path))
+                    break
+        elif controllers == "":  # v2: only if cpu is enabled for children here
+            for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+                base = os.path.normpath(mount + path)
+                try:
+                    with open(os.path.join(base, "cgroup.subtree_control")) as f:
+                        enabled = f.read().split()
+                except OSError:
+                    continue
+                if "cpu" in enabled:
+                    found.append(base)
+                    break
+    return found
+
+
+def demote(zygote_pid: int, idle: IdleGroup | None) -> None:
+    """Drop the run under a slot's zygote (and what it started) to the lowest CPU priority.
+
+    Into ``idle`` where the host has one (see :class:`IdleGroup`); nice 19
+    either way. The zygote renices the run's process group itself, but that
+    is not enough where the kernel groups sessions (``sched_autogroup``):
+    every run starts a session, hence a scheduling group of its own, and only
+    the group's nice value counts against other groups. The group's nice is
+    set through ``/proc/PID/autogroup``, which the confined zygote cannot
+    reach: this side does it. Processes are found from the zygote's pid
+    (outer zygote, then PID 1 of its namespace, then the run and its
+    descendants).
+    """
+    pending = [run for inner in _children(zygote_pid) for run in _children(inner)]
+    seen: set[int] = set()
+    while pending:
+        pid = pending.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        if idle is not None:
+            idle.add(pid)
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(_LONG_NICE))
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, pid, _LONG_NICE)
+        pending += _children(pid)
+
+
+class Timers:
+    """One thread that runs callbacks after a delay, for the whole pool.
+
+    A ``threading.Timer`` per run costs a thread start on every run, about a
+    tenth of the floor's throughput; one thread with a heap costs a push.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._cancelled: set[int] = set()
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def call_later(self, delay_s: float, callback: Callable[[], None]) -> int:
+        """Run ``callback`` on the timer thread after ``delay_s``; return a handle to cancel."""
+        with self._cond:
+            handle = next(self._ids)
+            heapq.heappush(self._heap, (time.monotonic() + delay_s, handle, callback))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="sandbox-timers", daemon=True
+                )
+                self._thread.start()
+            self._cond.notify()
+            return handle
+
+    def cancel(self, handle: int) -> None:
+        """Drop a callback that has not run yet (a no-op once it has)."""
+        with self._cond:
+            if any(entry[1] == handle for entry in self._heap):
+                self._cancelled.add(handle)
+
+    def stop(self) -> None:
+        """Drop every pending callback and end the thread (a later call starts a new one)."""
+        with self._cond:
+            self._heap.clear()
+            self._cancelled.clear()
+            thread, self._thread = self._thread, None
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=5)
+
+    def _run(self) -> None:
+        me = threading.current_thread()
+        while True:
+            with self._cond:
+                while True:
+                    if self._thread is not me:
+                        return
+                    now = time.monotonic()
+                    if self._heap and self._heap[0][0] <= now:
+                        _, handle, callback = heapq.heappop(self._heap)
+                        if handle in self._cancelled:
+                            self._cancelled.discard(handle)
+                            continue
+                        break
+                    self._cond.wait(self._heap[0][0] - now if self._heap else None)
+            try:
+                callback()
+            except Exception:  # one failed callback must not stop the others
+                logger.exception("sandbox timer callback failed")
+
+
+class Lanes:
+    """Admission of runs: a fast lane of ``fast`` places and a long lane of ``long``.
+
+    A run enters the fast lane; once it has run for its ``long_after_s`` it
+    moves to the long lane (when that has room) and its fast place goes to the
+    next run. So a handful of candidates that loop until their deadline hold
+    long-lane places (at the lowest CPU priority, set by the zygote at the
+    same moment), while the rest of the batch keeps flowing through the fast
+    lane: a batch takes about max(slowest deadline, CPU work / cores), not the
+    sum of the deadlines over the slots.
+    """
+
+    def __init__(self, fast: int, long: int) -> None:
+        self.fast_places = fast
+        self.long_places = long
+        self._cond = threading.Condition()
+        #: Runs in the fast lane: token -> when they move to the long lane.
+        self._fast: dict[int, float] = {}
+        self._long: set[int] = set()
+        self._tokens = itertools.count()
+
+    def _move_long(self, now: float) -> None:
+        for token, due in sorted(self._fast.items(), key=lambda item: item[1]):
+            if due > now or len(self._long) >= self.long_places:
+                return
+            del self._fast[token]
+            self._long.add(token)
+
+    def enter(self, long_after_s: float, timeout_s: float) -> int:
+        """Wait for a fast place; return the run's token.
+
+        Raises:
+            SandboxError: no place became free within ``timeout_s``.
+        """
+        give_up = time.monotonic() + timeout_s
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                self._move_long(now)
+                if len(self._fast) < self.fast_places:
+                    token = next(self._tokens)
+                    self._fast[token] = now + long_after_s
+                    return token
+                if now >= give_up:
+                    raise SandboxError("no sandbox slot became free in time")
+                wake = give_up
+                if len(self._long) < self.long_places:
+                    # The next place to free is the oldest fast run turning long.
+                    wake = min(wake, min(self._fast.values()))
+                self._cond.wait(max(0.0, wake - now))
+
+    def leave(self, token: int) -> None:
+        """Give back a run's place, whichever lane it is in."""
+        with self._cond:
+            self._fast.pop(token, None)
+            self._long.discard(token)
+            self._cond.notify()
+
+    def counts(self) -> tuple[int, int]:
+        """Return how many runs are in the fast lane and in the long lane now."""
+        with self._cond:
+            self._move_long(time.monotonic())
+            return len(self._fast), len(self._long)
