@@ -35,9 +35,51 @@ from typing import Any
 import pytest
 
 from graders.sandbox import _linux as kernel
-from graders.sandbox._pytest_runner import FLAGS, Collector
 from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
 from graders.sandbox.proxy import Channel, ChannelBroken, LoadResult, candidate_exception_class
+
+#: Hardened flags: no conftest, no ini file, no cache, no plugin autoload (env),
+#: nothing above the tests directory is consulted.
+FLAGS = (
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "-p",
+    "no:unraisableexception",
+    "-p",
+    "no:threadexception",
+    "--noconftest",
+    "-c",
+    "/dev/null",
+    "--color=no",
+)
+
+
+class Collector:
+    """A plugin that records each test's outcome by node id."""
+
+    def __init__(self) -> None:
+        self.outcomes: dict[str, str] = {}
+        self.collect_errors: list[str] = []
+        self.collected = 0
+
+    def pytest_collectreport(self, report: Any) -> None:
+        if report.failed:
+            self.collect_errors.append(str(report.nodeid))
+
+    def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        self.collected = len(items)
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        nodeid = str(report.nodeid)
+        previous = self.outcomes.get(nodeid)
+        if report.failed:
+            self.outcomes[nodeid] = "failed"
+        elif report.skipped and previous is None:
+            self.outcomes[nodeid] = "skipped"
+        elif report.when == "call" and report.passed and previous is None:
+            self.outcomes[nodeid] = "passed"
+
 
 _BROKEN = ("timeout", "exited", "garbled", "output_limit")
 

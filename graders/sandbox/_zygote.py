@@ -14,10 +14,9 @@ trusted process: it gets only candidate code and limits. Start-up, in order:
    drops signals from inside the namespace that PID 1 has no handler for, and
    ``kill(-1)`` from PID 1 sweeps every process the run left behind;
 3. drop to the slot's unprivileged uid (RLIMIT_NPROC binds only non-root);
-4. no_new_privs, Landlock (interpreter and ``tests/`` read-only, ``runs/``
-   and ``work/`` read-write, nothing else — not even the slot directory
-   itself, so no run can swap ``tests/`` or ``work/`` for a symlink — no TCP),
-   seccomp.
+4. no_new_privs, Landlock (the interpreter read-only, ``runs/`` read-write,
+   nothing else — not even the slot directory itself, so no run can swap
+   ``runs/`` for a symlink — no TCP), seccomp.
 
 Each layer that fails is reported as unavailable in the ready message, never
 skipped silently. Per run, the forked child starts a new session, asks for
@@ -110,7 +109,7 @@ def _enter_namespaces(layers: dict[str, str]) -> None:
 
 
 def _confine(config: dict[str, Any], layers: dict[str, str]) -> dict[str, kernel.LandlockRuleset]:
-    """Apply the slot-wide layers; return the per-run rulesets ("run", "pytest") built."""
+    """Apply the slot-wide layers; return the per-run ruleset ("run") built."""
     # The ruleset is built before the uid drop: its rules hold O_PATH descriptors,
     # and the new uid may not be able to open the interpreter's directories.
     ruleset: kernel.LandlockRuleset | None = None
@@ -129,20 +128,11 @@ def _confine(config: dict[str, Any], layers: dict[str, str]) -> dict[str, kernel
         ruleset = base(kernel.LandlockRuleset())
         slot = config["scratch"]
         ruleset.allow(os.path.join(slot, "runs"), kernel.FS_READ | kernel.FS_WRITE)
-        ruleset.allow(os.path.join(slot, "work"), kernel.FS_READ | kernel.FS_WRITE)
-        ruleset.allow(os.path.join(slot, "tests"), kernel.FS_READ)
-        # Nested domain for functions and scripts: their own run directory only
-        # (not tests/ or work/), and, with ABI 6+, no signals out of the domain.
+        # Nested domain for each run: its run directory only, and, with ABI 6+,
+        # no signals out of the domain.
         rules = base(kernel.LandlockRuleset())
         rules.allow(os.path.join(slot, "runs"), kernel.FS_READ | kernel.FS_WRITE)
         per_run["run"] = rules
-        if config["pytest"]:
-            # Nested domain for test suites: the tests are read-only even though
-            # the run's uid owns them; only the work directory is writable.
-            rules = base(kernel.LandlockRuleset())
-            rules.allow(os.path.join(slot, "tests"), kernel.FS_READ)
-            rules.allow(os.path.join(slot, "work"), kernel.FS_READ | kernel.FS_WRITE)
-            per_run["pytest"] = rules
         layers["landlock_abi"] = str(ruleset.abi)
 
     built = _try(layers, "landlock", build)
@@ -271,18 +261,9 @@ def _child(
         else:
             os.closerange(_CHANNEL_FD, 1 << 16)
         os.chdir(cwd)
-        if request["mode"] == "pytest":
-            # A suite may write only in work/, so its temporary files go there.
-            _set_tempdir(cwd)
         _set_limits(request["limits"])
         if request["mode"] == "function":
             status = _serve_function(request["code"])
-        elif request["mode"] == "pytest":
-            from graders.sandbox import _pytest_runner
-
-            slot = os.path.dirname(cwd)
-            nonce = str(request.pop("nonce"))
-            status = _pytest_runner.main(os.path.join(slot, "tests"), cwd, nonce)
         else:
             status = _run_script(request["code"])
     except BaseException:
@@ -324,7 +305,7 @@ def _wipe(path: str) -> None:
 
 def _remove_run_dir(path: str) -> None:
     """Remove a run's directory: the files the zygote made, then whatever the run left."""
-    for name in (".stdout", ".stderr", ".stdin", ".report"):
+    for name in (".stdout", ".stderr", ".stdin"):
         # The run may have put anything in their place (a directory, say): rmtree's job.
         with contextlib.suppress(OSError):
             os.unlink(os.path.join(path, name))
@@ -383,14 +364,6 @@ def _run(
         os.close(extra)
     cwd = item_dir
     ruleset = per_run.get("run")
-    report_fd = -1
-    if request["mode"] == "pytest":
-        # The trusted side wrote tests/ and work/: the zygote never holds a suite.
-        # Without Landlock (reported at start-up) the suite runs without the nested domain.
-        ruleset = per_run.get("pytest")
-        cwd = os.path.join(slot, "work")
-        report_fd = os.open(os.path.join(item_dir, ".report"), flags, 0o600)
-        chan_fd = report_fd
     sys.stdout.flush()
     sys.stderr.flush()
     started = time.monotonic()
@@ -398,7 +371,7 @@ def _run(
     if pid == 0:
         _child(request, cwd, (stdin_fd, out_fd, err_fd, chan_fd), ruleset)
     os.close(stdin_fd)
-    if chan_fd >= 0 and chan_fd != report_fd:
+    if chan_fd >= 0:
         os.close(chan_fd)
     deadline = started + float(request["limits"]["timeout_s"])
     long_at = started + float(request["limits"].get("long_after_s", math.inf))
@@ -436,10 +409,6 @@ def _run(
     cap = int(request["limits"]["max_output_bytes"])
     stdout, stdout_size = _read_head(out_fd, cap)
     stderr, stderr_size = _read_head(err_fd, 64 << 10)
-    report = b""
-    if report_fd >= 0:
-        report, _ = _read_head(report_fd, 4 << 20)
-        os.close(report_fd)
     os.close(out_fd)
     os.close(err_fd)
     _remove_run_dir(item_dir)
@@ -460,7 +429,6 @@ def _run(
             "stdout_size": stdout_size,
             "stderr": codec.encode(stderr),
             "stderr_size": stderr_size,
-            "report": codec.encode(report),
         },
     )
 
@@ -523,10 +491,6 @@ def main() -> None:
     lazy = _LazyModules([n for n in config["lazy"] if n not in sys.modules])
     missing += lazy.missing
     sys.meta_path.insert(0, lazy)
-    if config["pytest"]:
-        from graders.sandbox import _pytest_runner
-
-        _pytest_runner.warm_up(os.path.join(config["scratch"], "tests"))
     global _ZYGOTE_PID
     _DISABLED.update(config.get("disable_layers", ()))
     layers: dict[str, str] = {}

@@ -25,7 +25,6 @@ import queue
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import sysconfig
@@ -167,8 +166,8 @@ _zygote.main()
 _START_TIMEOUT_S = 30.0
 #: Time the zygote may take beyond a run's own deadline to kill, sweep and report.
 REPORT_GRACE_S = 5.0
-#: Per slot: run directories (zygote), the suite's tests (read-only to runs), its work dir.
-_SLOT_DIRS = ("runs", "tests", "work")
+#: Per slot: the run directories (made and removed by the zygote).
+_SLOT_DIRS = ("runs",)
 
 
 def spawn_boot(
@@ -274,8 +273,6 @@ class RunReport:
     stdout_size: int
     stderr: bytes
     stderr_size: int
-    #: What a pytest run wrote on its report descriptor (a claim to cross-check).
-    report: bytes = b""
     #: Whether the run outlived ``long_after_s`` and was moved to the long lane.
     long: bool = False
 
@@ -314,7 +311,6 @@ class RunReport:
             stdout_size=int(message["stdout_size"]),
             stderr=codec.decode(message["stderr"]),
             stderr_size=int(message["stderr_size"]),
-            report=codec.decode(message.get("report", {"b": ""})),
             long=bool(message.get("long", False)),
         )
 
@@ -329,19 +325,19 @@ class PoolConfig:
     #: beside the fast lane (default: LONG_LANE_PER_SLOT per slot). When the
     #: long lane is full, a long run keeps its fast place until one frees.
     long_slots: int | None = None
-    #: Slot i runs as uid ``uid_base + i`` (when started as root), and its suite
-    #: zygote as ``uid_base + slots + long_slots + i``: RLIMIT_NPROC counts per uid across the
-    #: host, so a fork bomb in one slot must not starve the others. ``None``:
-    #: the first range from DEFAULT_UID_BASE up that no other pool on this host
-    #: holds (see :class:`~graders.sandbox.uids.UidRange`); a number: exactly that range, which must
-    #: be free.
+    #: Slot i runs as uid ``uid_base + i`` (when started as root): RLIMIT_NPROC
+    #: counts per uid across the host, so a fork bomb in one slot must not
+    #: starve the others. ``None``: the first range from DEFAULT_UID_BASE up
+    #: that no other pool on this host holds (see
+    #: :class:`~graders.sandbox.uids.UidRange`); a number: exactly that range,
+    #: which must be free.
     uid_base: int | None = None
     preload: tuple[str, ...] = DEFAULT_PRELOAD
     lazy: tuple[str, ...] = DEFAULT_LAZY
     scratch_root: str | None = None
     acquire_timeout_s: float = 60.0
-    #: Allow ``pytest`` tasks: each slot then starts, on its first suite, a second
-    #: zygote that has pytest imported and warmed up.
+    #: Allow ``pytest`` tasks (their suites run in the trusted suite host, the
+    #: candidate's module in this pool's confined children, as for functions).
     pytest: bool = True
     #: Layers this pool does not apply, reported as unavailable. For the escape
     #: suite's controls only (each attack, run with the layer that stops it left
@@ -358,61 +354,14 @@ def _read_only_paths() -> list[str]:
     return sorted(p for p in paths if os.path.exists(p))
 
 
-def _open_dir(path: str) -> int:
-    """Open a slot subdirectory without following a symlink a run may have planted."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    if not stat.S_ISDIR(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise SandboxError(f"{path} is not a directory")
-    return fd
-
-
-def _fill(slot_dir: str, files: dict[str, str]) -> None:
-    """Empty ``tests/`` and ``work/`` and write ``files`` (``"tests/x.py"`` → text) into them.
-
-    Every operation is relative to a descriptor of the directory, and nothing
-    is followed: whatever a run left there (symlinks included) is removed, never
-    written through.
-    """
-    wanted: dict[str, dict[str, str]] = {"tests": {}, "work": {}}
-    for key, text in files.items():
-        sub, _, name = key.partition("/")
-        if sub not in wanted or not name or "/" in name or name.startswith("."):
-            raise ValueError(f"a suite file must be tests/NAME or work/NAME, not {key!r}")
-        wanted[sub][name] = text
-    for sub, content in wanted.items():
-        fd = _open_dir(os.path.join(slot_dir, sub))
-        try:
-            for entry in os.listdir(fd):
-                if stat.S_ISDIR(os.lstat(entry, dir_fd=fd).st_mode):
-                    shutil.rmtree(entry, dir_fd=fd, ignore_errors=True)
-                else:
-                    os.unlink(entry, dir_fd=fd)
-            for name, text in content.items():
-                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-                out = os.open(name, flags, 0o644, dir_fd=fd)
-                with os.fdopen(out, "w", encoding="utf-8") as f:
-                    f.write(text)
-        finally:
-            os.close(fd)
-
-
 class _Slot:
-    """One zygote and its control socket; used by one run at a time.
+    """One zygote and its control socket; used by one run at a time."""
 
-    A slot of kind ``function`` runs functions and scripts; one of kind
-    ``pytest`` runs test suites, and only its zygote carries pytest (started on
-    the first suite): every fork copies its parent's memory map, and a zygote
-    without pytest forks faster.
-    """
-
-    def __init__(self, index: int, pool: SandboxPool, kind: str = "function") -> None:
+    def __init__(self, index: int, pool: SandboxPool) -> None:
         self.index = index
         self.pool = pool
-        self.kind = kind
-        suites = kind == "pytest"
-        self.uid = pool.uids.base + index + (pool.capacity if suites else 0)
-        self.dir = os.path.join(pool.scratch, f"{'suite' if suites else 'slot'}-{index}")
+        self.uid = pool.uids.base + index
+        self.dir = os.path.join(pool.scratch, f"slot-{index}")
         self.proc: subprocess.Popen[bytes] | None = None
         self.ctrl: socket.socket | None = None
         self.layers: dict[str, str] = {}
@@ -425,8 +374,8 @@ class _Slot:
     def start(self) -> None:
         if os.path.exists(self.dir):
             shutil.rmtree(self.dir, ignore_errors=True)
-        # The slot directory stays ours: a run must not rename tests/ or work/ (and
-        # plant a symlink where the trusted side later writes a suite).
+        # The slot directory stays ours: a run must not rename runs/ or plant
+        # anything beside it.
         os.mkdir(self.dir, 0o711)
         for sub in _SLOT_DIRS:
             os.mkdir(os.path.join(self.dir, sub), 0o700)
@@ -458,7 +407,6 @@ class _Slot:
                     "read_only": _read_only_paths(),
                     "preload": list(self.pool.config.preload),
                     "lazy": list(self.pool.config.lazy),
-                    "pytest": self.kind == "pytest",
                     "disable_layers": list(self.pool.config.disable_layers),
                 },
             )
@@ -575,16 +523,13 @@ class SandboxPool:
         self.scratch = ""
         self._slots: list[_Slot] = []
         self._idle: queue.Queue[_Slot] = queue.Queue()
-        #: Suite slots, each started on its first suite.
-        self._suites: list[_Slot] = []
-        self._idle_suites: queue.Queue[_Slot] = queue.Queue()
         self._lanes = Lanes(self.size, self.long_size)
         self.timers = Timers()
         #: Where long-lane runs go while this pool is started (``None``: nice 19 only).
         self.idle_group: IdleGroup | None = None
         self._lock = threading.Lock()
         self._started = False
-        #: The uids this pool's slots and suite zygotes run as (held while started).
+        #: The uids this pool's slots run as (held while started).
         self.uids = UidRange()
 
     def start(self) -> None:
@@ -592,7 +537,7 @@ class SandboxPool:
         with self._lock:
             if self._started:
                 return
-            self.uids.take(self.config.uid_base, 2 * self.capacity)
+            self.uids.take(self.config.uid_base, self.capacity)
             self.scratch = tempfile.mkdtemp(prefix="arbiter-sandbox-", dir=self.config.scratch_root)
             # Slots run as other uids: they must reach their own directories.
             os.chmod(self.scratch, 0o711)
@@ -614,10 +559,9 @@ class SandboxPool:
             atexit.register(self.close)
 
     def _close_slots(self) -> None:
-        for slot in (*self._slots, *self._suites):
+        for slot in self._slots:
             slot.kill()
         self._slots.clear()
-        self._suites.clear()
         # A killed zygote may still be exiting (PDEATHSIG is asynchronous): retry.
         for _ in range(20):
             if not self.scratch or not os.path.exists(self.scratch):
@@ -635,7 +579,6 @@ class SandboxPool:
                 self.idle_group = None
             self.uids.release()
             self._idle = queue.Queue()
-            self._idle_suites = queue.Queue()
             if self._started:
                 atexit.unregister(self.close)
             self._started = False
@@ -659,7 +602,7 @@ class SandboxPool:
                 return None
             dead = [
                 s.dir.rsplit(os.sep, 1)[-1]
-                for s in (*self._slots, *self._suites)
+                for s in self._slots
                 if s.proc is None or s.proc.poll() is not None
             ]
         if dead:
@@ -682,29 +625,26 @@ class SandboxPool:
         return list(self._slots[0].missing)
 
     @contextlib.contextmanager
-    def _slot(self, limits: Limits, kind: str = "function") -> Iterator[_Slot]:
+    def _slot(self, limits: Limits) -> Iterator[_Slot]:
         self.start()
         token = self._lanes.enter(limits.long_after_s, self.config.acquire_timeout_s)
-        # With a place in either lane in hand, a zygote of each kind is idle or
-        # may be started: there are at most `capacity` runs, and as many zygotes.
-        suites = kind == "pytest"
-        idle = self._idle_suites if suites else self._idle
+        # With a place in either lane in hand, a zygote is idle or may be started:
+        # there are at most `capacity` runs, and as many zygotes.
         slot: _Slot | None = None
         try:
             try:
-                slot = idle.get_nowait()
+                slot = self._idle.get_nowait()
             except queue.Empty:
                 with self._lock:
-                    made = self._suites if suites else self._slots
-                    slot = _Slot(len(made), self, kind)
-                    made.append(slot)
-                # Started here, not in start(): pools that never see a suite, or a
-                # long run, never pay for its zygote.
+                    slot = _Slot(len(self._slots), self)
+                    self._slots.append(slot)
+                # Started here, not in start(): a pool that never sees a long run
+                # never pays for a long-lane zygote.
                 slot.start()
             yield slot
         finally:
             if slot is not None:
-                idle.put(slot)
+                self._idle.put(slot)
             self._lanes.leave(token)
 
     def run_script(self, code: str, stdin: bytes, limits: Limits) -> RunReport:
@@ -720,36 +660,6 @@ class SandboxPool:
             }
             seq = slot.begin(request, None)
             return slot.finish(seq, started + limits.wall_s + REPORT_GRACE_S, end=False)
-
-    def run_pytest(self, files: dict[str, str], limits: Limits, nonce: str) -> RunReport:
-        """Run a pytest suite; ``files`` maps ``tests/...`` and ``work/...`` paths to text.
-
-        ``nonce`` goes into the suite's report, so a report written up front
-        (before the runner existed) can be told from a real one.
-        """
-        if not self.config.pytest:
-            raise SandboxError("this pool was started without pytest support")
-        with self._slot(limits, "pytest") as slot:
-            # Written here, not by the zygote: no suite ever enters a zygote's memory,
-            # where later runs (forked from it) could dig it up.
-            try:
-                slot.ensure()  # a restart after the files were written would wipe them
-                _fill(slot.dir, files)
-            except OSError as e:
-                raise SandboxError(f"could not prepare slot {slot.index} for a suite: {e}") from e
-            try:
-                started = time.monotonic()
-                request = {
-                    "op": "run",
-                    "mode": "pytest",
-                    "code": "",
-                    "nonce": nonce,
-                    "limits": limits.message(),
-                }
-                seq = slot.begin(request, None)
-                return slot.finish(seq, started + limits.wall_s + REPORT_GRACE_S, end=False)
-            finally:
-                _fill(slot.dir, {})
 
     @contextlib.contextmanager
     def function_run(self, code: str, limits: Limits) -> Iterator[FunctionRun]:

@@ -1,28 +1,22 @@
-"""Cross-check a pytest suite's report against what the trusted side expects (pure).
+"""What the trusted side knows of a pytest suite before and after it runs (pure).
 
-A suite that imports the candidate runs in the candidate's process, so its
-report is only a claim. The trusted side collects the expected test ids from
-the test files with ``ast`` (never importing them) and accepts the claim only
-when it is one well-formed line, claims the exit status the zygote observed,
-names every expected test, and says no watched pytest internal was replaced.
-Anything else is a typed problem: tampering, an early exit, or a garbled report.
+The expected test ids come from the test files with ``ast`` (never importing
+them); :func:`tally` turns the outcomes the trusted suite host recorded into
+one per expected test; :func:`tampering_signals` reads a candidate's source for
+the moves that attack a test run (exits, introspection, descriptor writes).
 """
 
 from __future__ import annotations
 
 import ast
 import fnmatch
-import json
 import posixpath
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from graders.sandbox.syntax import parse_module
 
 __all__ = [
-    "SuiteVerdict",
-    "cross_check",
     "expected_test_ids",
     "tally",
     "tampering_signals",
@@ -148,48 +142,6 @@ def expected_test_ids(files: Mapping[str, str]) -> set[str]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class SuiteVerdict:
-    """What the trusted side concludes from a suite run."""
-
-    outcomes: dict[str, str]
-    passed: int
-    total: int
-    problems: list[tuple[Problem, str]] = field(default_factory=list)
-    collection_error: str | None = None
-    claimed_status: int | None = None
-
-    @property
-    def trusted(self) -> bool:
-        """Whether the claim survived the cross-check (no forgery, patching or early exit)."""
-        fatal = ("verdict_forgery", "framework_patching", "early_exit")
-        return not any(p in fatal for p, _ in self.problems)
-
-
-def _parse(raw: bytes) -> dict[str, Any] | None:
-    text = raw.decode("utf-8", errors="strict") if raw else ""
-    if not text.endswith("\n") or text.count("\n") != 1:
-        return None
-    try:
-        report = json.loads(text)
-    except ValueError:
-        return None
-    if type(report) is not dict:
-        return None
-    ok = (
-        type(report.get("status")) is int
-        and type(report.get("outcomes")) is dict
-        and all(
-            type(k) is str and v in ("passed", "failed", "skipped")
-            for k, v in report["outcomes"].items()
-        )
-        and type(report.get("collected")) is int
-        and type(report.get("collect_errors")) is list
-        and type(report.get("patched")) is list
-    )
-    return report if ok else None
-
-
 def tally(reported: Mapping[str, str], expected: set[str]) -> dict[str, str]:
     """Return one outcome per expected test id from outcomes reported per node id (pure).
 
@@ -208,51 +160,3 @@ def tally(reported: Mapping[str, str], expected: set[str]) -> dict[str, str]:
         else:
             outcomes[test_id] = "skipped"
     return outcomes
-
-
-def cross_check(
-    raw_report: bytes, observed_exit: int | None, expected: set[str], nonce: str
-) -> SuiteVerdict:
-    """Judge a suite run from its claimed report and the exit status the zygote observed."""
-    blank = dict.fromkeys(sorted(expected), "missing")
-    try:
-        report = _parse(raw_report)
-    except UnicodeDecodeError:
-        report = None
-    if report is None:
-        problems: list[tuple[Problem, str]] = []
-        if raw_report:
-            problems.append(("verdict_forgery", "the suite's report is not one well-formed line"))
-        elif observed_exit == 0:
-            problems.append(("early_exit", "the run exited with status 0 before reporting"))
-        return SuiteVerdict(blank, 0, len(expected), problems)
-    problems = []
-    if report.get("nonce") != nonce:
-        problems.append(("verdict_forgery", "the report does not carry this run's nonce"))
-    if report["status"] != observed_exit:
-        problems.append(
-            (
-                "verdict_forgery",
-                f"the report claims exit status {report['status']}, "
-                f"the process exited with {observed_exit}",
-            )
-        )
-    if report["patched"]:
-        names = ", ".join(str(p) for p in report["patched"])[:300]
-        problems.append(("framework_patching", f"pytest internals replaced: {names}"))
-    outcomes = tally(report["outcomes"], expected)
-    if any(v == "skipped" for v in outcomes.values()):
-        problems.append(("test_skipping", "expected tests were skipped"))
-    passed = sum(v == "passed" for v in outcomes.values())
-    if report["status"] == 0 and passed < len(expected):
-        problems.append(
-            ("verdict_forgery", "the report claims success but expected tests did not pass")
-        )
-    collection_error = None
-    if report["collect_errors"] or report["status"] in (2, 3, 4):
-        errors = ", ".join(str(e) for e in report["collect_errors"])[:300]
-        status = report["status"]
-        collection_error = f"pytest could not collect the tests (status {status}): {errors}"
-    return SuiteVerdict(
-        outcomes, passed, len(expected), problems, collection_error, report["status"]
-    )

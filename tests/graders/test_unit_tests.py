@@ -29,7 +29,7 @@ from graders.sandbox import (
     plan_function_tests,
     require_layers,
 )
-from graders.sandbox.suites import cross_check, expected_test_ids, tampering_signals
+from graders.sandbox.suites import expected_test_ids, tally, tampering_signals
 from graders.types import FailureKind, IOCase, Sample, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader, outputs_match, score_outcomes
 
@@ -204,52 +204,21 @@ def test_plan_rejects_tests_that_do_not_parse() -> None:
 EXPECTED = {"test_a.py::test_one", "test_a.py::test_two"}
 
 
-def _report(status: int, outcomes: dict[str, str], nonce: str = "n", **extra: Any) -> bytes:
-    import json
-
-    body = {
-        "status": status,
-        "outcomes": outcomes,
-        "collected": len(outcomes),
-        "collect_errors": [],
-        "patched": [],
-        "nonce": nonce,
-        **extra,
+def test_tally_gives_one_outcome_per_expected_test_from_its_variants() -> None:
+    reported = {
+        "test_a.py::test_one": "passed",
+        "test_a.py::test_two[1]": "passed",
+        "test_a.py::test_two[2]": "failed",
+        "test_a.py::test_not_expected": "passed",
     }
-    return (json.dumps(body) + "\n").encode()
-
-
-def test_cross_check_accepts_an_honest_report() -> None:
-    raw = _report(1, {"test_a.py::test_one": "passed", "test_a.py::test_two[1]": "failed"})
-    verdict = cross_check(raw, 1, EXPECTED, "n")
-    assert verdict.trusted and (verdict.passed, verdict.total) == (1, 2)
-
-
-@pytest.mark.parametrize(
-    ("raw", "observed", "problem"),
-    [
-        (_report(0, dict.fromkeys(EXPECTED, "passed")), 1, "verdict_forgery"),  # status lie
-        (_report(0, dict.fromkeys(EXPECTED, "passed"), nonce="x"), 0, "verdict_forgery"),
-        (_report(0, {"test_a.py::test_one": "passed"}), 0, "verdict_forgery"),  # missing id
-        (
-            _report(0, dict.fromkeys(EXPECTED, "passed"), patched=["Function.runtest"]),
-            0,
-            "framework_patching",
-        ),
-        (_report(0, dict.fromkeys(EXPECTED, "passed")) * 2, 0, "verdict_forgery"),  # two lines
-        (b"", 0, "early_exit"),
-        (b"garbage", 0, "verdict_forgery"),
-    ],
-)
-def test_cross_check_catches(raw: bytes, observed: int, problem: str) -> None:
-    verdict = cross_check(raw, observed, EXPECTED, "n")
-    assert not verdict.trusted
-    assert problem in [p for p, _ in verdict.problems]
-
-
-def test_cross_check_missing_report_after_a_crash_is_a_plain_failure() -> None:
-    verdict = cross_check(b"", None, EXPECTED, "n")
-    assert verdict.passed == 0 and verdict.problems == []
+    assert tally(reported, EXPECTED) == {
+        "test_a.py::test_one": "passed",
+        "test_a.py::test_two": "failed",  # one failed variant fails the test
+    }
+    assert tally({"test_a.py::test_two[1]": "skipped"}, EXPECTED) == {
+        "test_a.py::test_one": "missing",  # never reported
+        "test_a.py::test_two": "skipped",
+    }
 
 
 def test_expected_test_ids() -> None:
@@ -478,7 +447,6 @@ def test_suites_run_on_the_trusted_side_and_no_sandbox_process_carries_pytest() 
     try:
         assert _grade(grader, listing, modules).score == 1.0
         assert _grade(grader, listing, suite).score == 1.0
-        assert pool._suites == []  # no suite zygote: suites no longer run in the sandbox
         assert grader.suites.alive
         # A trusted host that dies is started again; the suite is graded normally.
         proc = grader.suites._proc

@@ -100,8 +100,7 @@ def sandbox_processes(pool: SandboxPool) -> list[int]:
     host's init (an escape): another pool elsewhere on the host (an earlier
     test's, a running service's) uses the same uids and is not a stray of ours.
     """
-    # Function slots and suite zygotes (uid_base + capacity + i) alike.
-    uids = {str(pool.uids.base + i) for i in range(2 * pool.capacity)}
+    uids = {str(pool.uids.base + i) for i in range(pool.capacity)}
     owner: dict[int, str] = {}
     parent: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -137,7 +136,7 @@ def no_strays(pool: SandboxPool) -> Iterator[None]:
     yield
     if os.getuid() != 0:
         return  # without the uid drop the sandbox's processes are not told apart by uid
-    assert len(sandbox_processes(pool)) == len(pool._slots) + len(pool._suites)
+    assert len(sandbox_processes(pool)) == len(pool._slots)
 
 
 @dataclass

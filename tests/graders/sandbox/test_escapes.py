@@ -695,28 +695,28 @@ def test_suite_forged_pyc(grader: UnitTestsGrader, tmp_path: Path) -> None:
     assert naive_pass(code, SUITE, tmp_path)  # control: the forged bytecode is what runs
 
 
-def test_planting_symlinks_where_the_trusted_side_writes_suites(
+def test_planting_symlinks_in_the_slot_directory(
     grader: UnitTestsGrader, canary: Canary, layers: dict[str, str]
 ) -> None:
     require(layers, "landlock")
-    # A run swaps the suite directories for links into the host, hoping the
-    # trusted side (root) writes the next suite through them.
+    # A run swaps its slot's directories for links into the host (or plants
+    # links where they were), hoping the trusted side (root) later writes or
+    # removes through them.
     code = (
         "import os\n"
         "def f():\n"
         "    slot = os.path.dirname(os.path.dirname(os.getcwd()))\n"
+        "    runs = os.path.join(slot, 'runs')\n"
+        "    steps = [lambda: os.rename(runs, runs + '.old'),\n"
+        f"             lambda: os.symlink({str(canary.root)!r}, os.path.join(slot, 'work')),\n"
+        f"             lambda: os.symlink({str(canary.secret_file)!r}, slot + '/x.py')]\n"
         "    done = 0\n"
-        "    for sub in ('work', 'tests'):\n"
-        "        path = os.path.join(slot, sub)\n"
-        "        for step in (lambda: os.rename(path, path + '.old'),\n"
-        f"                     lambda: os.symlink({str(canary.root)!r}, path),\n"
-        "                     lambda: os.symlink("
-        f"{str(canary.secret_file)!r}, os.path.join(path, 'solution.py'))):\n"
-        "            try:\n"
-        "                step()\n"
-        "                done += 1\n"
-        "            except OSError:\n"
-        "                pass\n"
+        "    for step in steps:\n"
+        "        try:\n"
+        "            step()\n"
+        "            done += 1\n"
+        "        except OSError:\n"
+        "            pass\n"
         "    return done > 0\n"
     )
     for _ in range(4):  # both slots
