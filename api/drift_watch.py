@@ -14,6 +14,10 @@ for several replicas on one PostgreSQL: one monitor over all traffic, run by
 whichever replica holds an advisory lock, which follows the reward log; every
 replica reads the open alerts back from the store every poll, so the flags
 reach the rewards of all of them.
+
+Both in one module: the shared watch is the in-process one plus a leader, a log
+cursor and saved state, and the two must flag rewards, log alerts and export
+gauges identically (the replica tests compare them on the same traffic).
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 One batch goes through admission, the rubric's graders, the drift watch, the
 trajectory log and the review sampler, in that order. The result is a
 :class:`GradedBatch`; each route renders it in its own protocol's shape.
+
+One concept: the order of those steps, and what a failure at each one means
+for the batch (what was logged, what the client is told), is the pipeline.
 """
 
 from __future__ import annotations

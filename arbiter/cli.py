@@ -1,4 +1,10 @@
-"""The ``arbiter`` command line."""
+"""The ``arbiter`` command line.
+
+One module, one concept: each command is a thin binding of options to a
+function elsewhere (the rubric loader, the scorer, the store, the audit, the
+replay), and the commands share their option conventions, error printing and
+exit codes, which stay consistent only while they are read side by side.
+"""
 
 from __future__ import annotations
 

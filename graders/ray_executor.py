@@ -17,6 +17,10 @@ resolves exactly once: a result that arrived is never graded again, so no
 sample is lost and none counts twice. A replacement actor is started for each
 dead one and joins once it answers. Retries, deaths and where each job ran
 are counted in :meth:`RayExecutor.stats`.
+
+The actor and the driver's queue are one module: what an actor returns, how a
+lost call is told from a grader's error, and when a job is retried are one
+protocol, read on both ends at once.
 """
 
 from __future__ import annotations

@@ -24,6 +24,11 @@ tests themselves are broken), ``timeout`` (nothing passed before the deadline),
 ``sandbox_error`` (infrastructure, retried once, never the candidate's fault).
 What the sandbox saw (a forbidden syscall, processes left behind, an exit
 before the tests, an output flood, a garbled channel) becomes violations.
+
+One module for the three kinds: they share the configuration, the limits, the
+failure typing and the mapping of what the sandbox saw to violations, and a
+rubric author reads one grader's contract in one place. The machinery each kind
+drives lives apart (:mod:`graders.sandbox.checks`, :mod:`graders.sandbox.suite_host`).
 """
 
 from __future__ import annotations

@@ -22,6 +22,10 @@ Each layer that fails is reported as unavailable in the ready message, never
 skipped silently. Per run, the forked child starts a new session, asks for
 SIGKILL when the zygote dies, enters a nested Landlock domain that scopes
 signals (it cannot signal the zygote), sets rlimits, and runs the code.
+
+One module by necessity: it is what a bare interpreter loads before it
+confines itself, so it imports only the standard library and the sandbox's
+stdlib-only helpers, and the order of confinement steps must be read whole.
 """
 
 from __future__ import annotations

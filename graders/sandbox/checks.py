@@ -9,6 +9,10 @@ proxies: the comparison ``candidate(x) == expected`` is made on this side, on
 plain decoded values, so nothing the candidate does in its own process can make
 an assert pass. Only a plan whose statements cannot run one by one (a
 ``return`` in ``check``, say) runs ``check`` whole, as one unit.
+
+Planning and running are one module: a plan is only meaningful with the
+runner that replays it (which statements are setup, which call ahead, how a
+unit's outcome is read), and both change together.
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ exception classes the trusted side registered), the error raised here also is
 an instance of that class, so ``pytest.raises(ValueError)`` and ``except
 KeyError`` mean what they say. Only the class is the candidate's choice, never
 an object: the instance is built here.
+
+One concept at some 490 lines: the trusted side of the channel protocol. Every
+way a value or an error crosses from the child (functions, handles, exceptions,
+a broken channel) goes through :class:`Channel`, and the guarantee (nothing the
+candidate built reaches a comparison) holds only while they are read together.
 """
 
 from __future__ import annotations
