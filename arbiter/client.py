@@ -5,6 +5,11 @@ Retries are safe by construction: every call carries an ``Idempotency-Key``
 log rather than graded and logged twice. 429 and 503 are retried honouring
 ``Retry-After``; connection errors and timeouts are retried with exponential
 backoff; anything else raises :class:`ArbiterError` at once.
+
+The two clients mirror each other as httpx's own do: every decision (retry or
+not, how long to wait, which error to raise) is made once, in ``_Policy``; each
+client keeps only its few lines of loop, one blocking and one awaiting, since
+a loop cannot be both.
 """
 
 from __future__ import annotations
