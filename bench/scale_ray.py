@@ -24,7 +24,7 @@ from ray.cluster_utils import Cluster
 
 from bench.scale import DATA
 from graders.executor import RemoteGrader
-from graders.ray_executor import RayExecutor
+from graders.ray_executor import RayExecutor, StreamingActor
 from graders.runner import GraderJob, run_jobs
 from graders.sandbox import PoolConfig, SandboxPool
 from graders.types import GradeResult, Sample
@@ -83,7 +83,7 @@ def executor_part() -> dict[str, Any]:
     return {"items": len(samples), "local_s": local_s, "ray_s": ray_s, "same": same}
 
 
-class SimWorkers:
+class SimWorkers(StreamingActor):
     """``workers`` simulated workers in one actor: each a fast place, plus a long lane.
 
     A task sleeps for its simulated duration (``sample.metrics.wall_s``); one

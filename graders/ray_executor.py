@@ -31,7 +31,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from graders.base import GraderConfig
 from graders.executor import GradingExecutor, current_tenant
 from graders.types import FailureKind, GradeResult, Sample
 
-__all__ = ["GraderActor", "RayExecutor"]
+__all__ = ["GraderActor", "RayExecutor", "StreamingActor"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,44 @@ _PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
 _LOST = (RayActorError, NodeDiedError, ActorUnschedulableError)
 
 
-class GraderActor:
+class StreamingActor:
+    """An actor that grades: ``grade`` one sample, and ``grade_many`` streamed back.
+
+    The executor sends jobs in small batches, one Ray call each, and the actor
+    yields every result the moment it is ready (a Ray streaming generator): a
+    fast job never waits for a slow one in its batch, and the cost of a call
+    (about a millisecond of driver and raylet time) is shared by the batch.
+    """
+
+    async def grade(
+        self, grader: str, sample: Sample, config: GraderConfig
+    ) -> tuple[GradeResult, str]:
+        """Grade one sample; return the result and this actor's node id."""
+        raise NotImplementedError
+
+    async def grade_many(
+        self, calls: Sequence[tuple[str, Sample, GraderConfig]]
+    ) -> AsyncIterator[tuple[int, str, Any, str]]:
+        """Grade ``calls`` at once; yield ``(index, "ok", result, node)`` as each finishes.
+
+        A grader that raises yields ``(index, "raised", exception, "")``
+        instead: that job fails as it would have locally, the others go on.
+        """
+
+        async def one(
+            index: int, call: tuple[str, Sample, GraderConfig]
+        ) -> tuple[int, str, Any, str]:
+            try:
+                result, node = await self.grade(*call)
+            except Exception as e:
+                return index, "raised", e, ""
+            return index, "ok", result, node
+
+        for finished in asyncio.as_completed([one(i, c) for i, c in enumerate(calls)]):
+            yield await finished
+
+
+class GraderActor(StreamingActor):
     """The built-in graders on one Ray worker, with a sandbox pool of ``slots`` fast places."""
 
     def __init__(self, slots: int, long_slots: int | None) -> None:
@@ -118,10 +155,13 @@ class RayExecutor(GradingExecutor):
         max_queue: jobs queued or in flight beyond which :meth:`room` is 0.
         max_attempts: tries per job when actors die under it.
         concurrency: jobs in flight per actor (default: its sandbox capacity).
+        dispatch_batch: at most this many jobs per Ray call (each result is
+            streamed back as soon as it is ready).
         start_timeout_s: how long a (replacement) actor may take to answer.
-        actor_class: the actor (default :class:`GraderActor`); another class with
-            ``ready()`` and ``grade(grader, sample, config)`` (a simulated worker
-            in the benchmarks) runs behind the same queue.
+        actor_class: the actor (default :class:`GraderActor`); another
+            :class:`StreamingActor` with ``ready()`` and ``grade(grader, sample,
+            config)`` (a simulated worker in the benchmarks) runs behind the
+            same queue.
         actor_args: its constructor's arguments (default: the sandbox's sizes).
     """
 
@@ -136,12 +176,15 @@ class RayExecutor(GradingExecutor):
         max_queue: int = 16384,
         max_attempts: int = 3,
         concurrency: int | None = None,
+        dispatch_batch: int = 16,
         start_timeout_s: float = 120.0,
         actor_class: type = GraderActor,
         actor_args: tuple[Any, ...] | None = None,
     ) -> None:
-        if cpus_per_actor < 1 or max_attempts < 1 or max_queue < 1:
-            raise ValueError("cpus_per_actor, max_attempts and max_queue must be at least 1")
+        if min(cpus_per_actor, max_attempts, max_queue, dispatch_batch) < 1:
+            raise ValueError(
+                "cpus_per_actor, max_attempts, max_queue and dispatch_batch must be at least 1"
+            )
         self.address = address
         self.cpus_per_actor = cpus_per_actor
         self.long_slots = long_slots
@@ -152,6 +195,7 @@ class RayExecutor(GradingExecutor):
 
         lane = LONG_LANE_PER_SLOT * cpus_per_actor if long_slots is None else long_slots
         self.concurrency = concurrency or (cpus_per_actor + lane)
+        self.dispatch_batch = dispatch_batch
         self._wanted = actors
         self._actor_class = actor_class
         self._actor_args = (cpus_per_actor, long_slots) if actor_args is None else actor_args
@@ -303,48 +347,86 @@ class RayExecutor(GradingExecutor):
                 if not any(w.alive for w in self._workers) and not self._starting:
                     self._fail_queued("no live grader actor on the Ray cluster")
                 return
-            job = self._next_job()
-            if job is None:
-                return
             worker = min(live, key=lambda w: w.in_flight)
-            # Counted now, not when the task first runs: the next pass must see it.
-            worker.in_flight += 1
-            self._in_flight += 1
-            self._launch(self._run(worker, job))
+            # A batch per call, but spread over the actors while the queue is short:
+            # eight jobs for four idle actors go two to each, not eight to one.
+            share = -(-self._queued // len(live))
+            size = min(self.concurrency - worker.in_flight, self.dispatch_batch, share)
+            jobs: list[_Job] = []
+            while len(jobs) < size and (job := self._next_job()) is not None:
+                jobs.append(job)
+            if not jobs:
+                return
+            # Counted now, not when the task first runs: the next pass must see them.
+            worker.in_flight += len(jobs)
+            self._in_flight += len(jobs)
+            self._launch(self._run(worker, jobs))
 
     def _launch(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, worker: _Worker, job: _Job) -> None:
-        job.attempts += 1
-        ref = worker.handle.grade.remote(job.grader, job.sample, job.config)
-        worker.refs.add(ref)
-        try:
-            result, node = await _racing(ref, job.future)
-        except _LOST as e:
-            self._lost(worker, job, e)
-        except asyncio.CancelledError:
-            with contextlib.suppress(Exception):
-                ray.cancel(ref)
-            raise
-        except _GaveUp:
-            with contextlib.suppress(Exception):
-                ray.cancel(ref)
-        except Exception as e:  # the grader raised on the actor: as it would locally
-            if not job.future.done():
-                job.future.set_exception(e)
-        else:
-            self._stats["done"] += 1
-            self._by_node[node] += 1
-            if not job.future.done():
-                job.future.set_result(result)
-        finally:
-            worker.refs.discard(ref)
+    async def _run(self, worker: _Worker, jobs: list[_Job]) -> None:
+        for job in jobs:
+            job.attempts += 1
+        calls = [(job.grader, job.sample, job.config) for job in jobs]
+        stream = worker.handle.grade_many.options(num_returns="streaming").remote(calls)
+        worker.refs.add(stream)
+        pending = dict(enumerate(jobs))
+        # Set once every caller of the batch has its answer or stopped waiting.
+        settled = asyncio.ensure_future(asyncio.wait([asyncio.shield(j.future) for j in jobs]))
+
+        def release() -> None:
             worker.in_flight -= 1
             self._in_flight -= 1
+
+        try:
+            while pending:
+                step = asyncio.ensure_future(_next_answer(stream))
+                done, _ = await asyncio.wait({step, settled}, return_when=asyncio.FIRST_COMPLETED)
+                if step not in done:
+                    step.cancel()
+                    with contextlib.suppress(Exception):
+                        ray.cancel(stream)
+                    return  # every caller gave up (its deadline passed)
+                answer = step.result()
+                if answer is None:
+                    break  # the stream ended: whatever is left was lost with it
+                index, kind, value, node = answer
+                job = pending.pop(index)
+                release()
+                if kind == "raised":  # the grader raised on the actor: as it would locally
+                    if not job.future.done():
+                        job.future.set_exception(value)
+                else:
+                    self._stats["done"] += 1
+                    self._by_node[node] += 1
+                    if not job.future.done():
+                        job.future.set_result(value)
+                self._pump()
+            if pending:
+                self._lost_all(worker, pending, RuntimeError("the actor's stream ended early"))
+        except _LOST as e:
+            self._lost_all(worker, pending, e)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                ray.cancel(stream)
+            raise
+        finally:
+            settled.cancel()
+            for _ in pending:
+                release()
+            worker.refs.discard(stream)
             self._pump()
+
+    def _lost_all(self, worker: _Worker, pending: dict[int, _Job], error: Exception) -> None:
+        """The actor died with ``pending`` unanswered: give back their places, retry each."""
+        for job in list(pending.values()):
+            worker.in_flight -= 1
+            self._in_flight -= 1
+            self._lost(worker, job, error)
+        pending.clear()
 
     def _lost(self, worker: _Worker, job: _Job, error: Exception) -> None:
         """An actor died under ``job``: retry it elsewhere, or fail it typed."""
@@ -409,19 +491,11 @@ class RayExecutor(GradingExecutor):
             )
 
 
-class _GaveUp(Exception):
-    """The caller stopped waiting (its deadline passed) before the actor answered."""
-
-
-async def _racing(ref: Any, caller: asyncio.Future[GradeResult]) -> tuple[GradeResult, str]:
-    """Await the actor's answer, or raise :class:`_GaveUp` once the caller's future is done."""
-    answer = asyncio.ensure_future(ref)
-    gave_up = asyncio.ensure_future(asyncio.shield(caller))
+async def _next_answer(stream: Any) -> tuple[int, str, Any, str] | None:
+    """Return the next answer of an actor's result stream, ``None`` when it has ended."""
     try:
-        done, _ = await asyncio.wait({answer, gave_up}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gave_up.cancel()
-    if answer in done:
-        return answer.result()  # type: ignore[no-any-return]
-    answer.cancel()
-    raise _GaveUp
+        ref = await stream.__anext__()
+    except StopAsyncIteration:
+        return None
+    answer: tuple[int, str, Any, str] = await ref
+    return answer

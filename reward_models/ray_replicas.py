@@ -59,6 +59,9 @@ class RayRewardModelReplicas:
         replicas: how many actors.
         num_gpus: GPUs per replica (0 on CPU-only clusters).
         num_cpus: CPUs per replica.
+        address: the cluster (``ray://`` or ``host:port``), joined unless this
+            process is connected already. ``None`` lets Ray pick, and Ray then
+            joins the cluster most recently started on this host, whichever that is.
     """
 
     def __init__(
@@ -68,9 +71,12 @@ class RayRewardModelReplicas:
         replicas: int = 1,
         num_gpus: float = 0.0,
         num_cpus: float = 1.0,
+        address: str | None = None,
     ) -> None:
         if replicas < 1:
             raise ValueError("replicas must be at least 1")
+        if not ray.is_initialized():
+            ray.init(address=address, namespace="arbiter", log_to_driver=False)
         from transformers import AutoTokenizer
 
         remote: Any = ray.remote(RewardModelActor).options(

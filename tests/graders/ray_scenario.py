@@ -195,7 +195,7 @@ def http_back_pressure(address: str) -> dict[str, Any]:
     return out
 
 
-def reward_model_replicas() -> dict[str, Any]:
+def reward_model_replicas(address: str) -> dict[str, Any]:
     """Two replicas of a tiny reward model behind the batcher; one dies halfway."""
     import tempfile
     from pathlib import Path
@@ -209,7 +209,7 @@ def reward_model_replicas() -> dict[str, Any]:
     spec = HFRewardModelSpec(path=str(path), device="cpu", dtype="float32")
     local = HFRewardModel.load(spec)
     # CPU in tests; a GPU cluster gives each replica num_gpus=1.
-    replicas = RayRewardModelReplicas(spec, replicas=2, num_cpus=0)
+    replicas = RayRewardModelReplicas(spec, replicas=2, num_cpus=0, address=address)
     client = replicas.client(BatcherConfig(max_batch_tokens=256, max_batch_size=4, max_wait_ms=1))
     conversations = [
         [
@@ -279,7 +279,7 @@ def main() -> None:
             clock = now
 
         lap("cluster")
-        result["reward_model"] = reward_model_replicas()
+        result["reward_model"] = reward_model_replicas(cluster.address)
         lap("reward_model")
         executor.start()
         result["actor_nodes"] = sorted({node for _, node in executor.actors()})
