@@ -341,11 +341,21 @@ class RayExecutor(GradingExecutor):
 
     def _pump(self) -> None:
         """Dispatch queued jobs while some live actor has room."""
+        # An actor gets a call once it has room for a batch (a quarter of its
+        # places, at most dispatch_batch), or for all that is queued: results come
+        # back one by one, and sending each freed place its own call would cost
+        # one call per job again.
+        low_water = min(self.dispatch_batch, max(1, self.concurrency // 4))
         while self._queued:
-            live = [w for w in self._workers if w.alive and w.in_flight < self.concurrency]
-            if not live:
-                if not any(w.alive for w in self._workers) and not self._starting:
+            if not any(w.alive for w in self._workers):
+                if not self._starting:
                     self._fail_queued("no live grader actor on the Ray cluster")
+                return
+            wanted = min(low_water, self._queued)
+            live = [
+                w for w in self._workers if w.alive and self.concurrency - w.in_flight >= wanted
+            ]
+            if not live:
                 return
             worker = min(live, key=lambda w: w.in_flight)
             # A batch per call, but spread over the actors while the queue is short:
