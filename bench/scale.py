@@ -14,9 +14,11 @@ baseline and ours, measured in the same run, and the ratio last.
    >= 0.8, with the per-item overhead.
 3. **Many small simulated workers.** 10,000 concurrent tasks of mixed
    durations (90% 50 ms, 10% 1 s of simulated work) on a Ray cluster of
-   growing numbers of workers: throughput against worker count, and the p50
-   latency of the fast tasks under the mix against their p50 alone (and,
-   for reference, under the mix with no long lane).
+   growing numbers of workers: throughput against worker count. Then the
+   p50 latency of the fast tasks under a steady load (open loop, at half the
+   smallest cluster's throughput) with the mix, against the same arrivals
+   with only the fast tasks (and, for reference, under the mix with no long
+   lane).
 
 The Ray parts start their clusters inside a network namespace with only
 loopback up (``unshare --net``), so nothing listens beyond this host.
@@ -172,6 +174,8 @@ def part3(runs: int) -> None:
     alone = statistics.median(row["fast_p50_alone_ms"] for row in rows)
     mixed = statistics.median(row["fast_p50_mixed_ms"] for row in rows)
     fifo = statistics.median(row["fast_p50_mixed_no_lanes_ms"] for row in rows)
+    offered = statistics.median(row["offered_rate"] for row in rows)
+    print(f"open loop at {offered:.0f} tasks/s on {counts[-1]} workers:")
     print(f"fast tasks' p50 alone {alone:.1f} ms, under the mix {mixed:.1f} ms")
     print(f"(under the mix without a long lane: {fifo:.1f} ms, {fifo / alone:.2f}x alone)")
     print(f"ratio p50 mixed / alone: {mixed / alone:.2f}  (target <= 2)")
