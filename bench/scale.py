@@ -15,8 +15,8 @@ baseline and ours, measured in the same run, and the ratio last.
 3. **Many small simulated workers.** 10,000 concurrent tasks of mixed
    durations (90% 50 ms, 10% 1 s of simulated work) on a Ray cluster of
    growing numbers of workers: throughput against worker count. Then the
-   p50 latency of the fast tasks under a steady load (open loop, at half the
-   smallest cluster's throughput) with the mix, against the same arrivals
+   p50 latency of the fast tasks under a steady load (open loop, at 0.4 of
+   the largest cluster's throughput) with the mix, against the same arrivals
    with only the fast tasks (and, for reference, under the mix with no long
    lane).
 

@@ -207,10 +207,10 @@ def workers_part() -> dict[str, Any]:
             result = loop.run_until_complete(_drive(executor, _tasks(TASKS)))
             rates.append(result["rate"])
             executor.close()
-        # Latency under a steady load below capacity (half the throughput the
-        # fewest workers reached), the same arrivals with and without the slow
+        # Latency under a steady load below capacity (0.4 of the throughput the
+        # most workers reached), the same arrivals with and without the slow
         # tenth, and with no long lane; all at once would measure only the queue.
-        rate = rates[0] / 2
+        rate = 0.4 * rates[-1]
         out["offered_rate"] = rate
         executor = executor_for(counts[-1], lanes=True)
         out["fast_p50_mixed_ms"] = loop.run_until_complete(
