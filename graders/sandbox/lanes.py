@@ -64,8 +64,15 @@ class IdleGroup:
 
     @classmethod
     def create(cls, name: str) -> IdleGroup | None:
-        """Make the group, or return ``None`` where this host does not allow it."""
+        """Make the group, or return ``None`` where this host does not allow it.
+
+        Its name carries this process's pid, so that groups left by a process
+        that died without closing its pool (``kill -9``, ``os._exit``) are
+        removed here, by the next pool on the host, once they are empty.
+        """
+        name = f"{_GROUP_PREFIX}{os.getpid()}-{name}"
         for parent in _cpu_cgroup_dirs():
+            _sweep_orphans(parent)
             path = os.path.join(parent, name)
             try:
                 os.mkdir(path, 0o700)
@@ -103,6 +110,29 @@ class IdleGroup:
             except OSError:
                 time.sleep(0.01)
         logger.warning("could not remove the long lane's cgroup %s", self.path)
+
+
+#: Every idle group's name starts so, then the owning process's pid and a dash.
+_GROUP_PREFIX = "arbiter-long-"
+
+
+def _sweep_orphans(parent: str) -> None:
+    """Remove the empty idle groups under ``parent`` whose owning process is gone."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for entry in names:
+        owner = entry.removeprefix(_GROUP_PREFIX).split("-", 1)[0]
+        if not entry.startswith(_GROUP_PREFIX) or not owner.isdigit():
+            continue
+        try:
+            os.kill(int(owner), 0)
+        except ProcessLookupError:
+            with contextlib.suppress(OSError):  # not empty yet, or raced: left for later
+                os.rmdir(os.path.join(parent, entry))
+        except OSError:
+            continue  # alive (another user's process, say)
 
 
 def _cpu_cgroup_dirs() -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -196,3 +197,27 @@ def test_the_pools_timer_thread_runs_due_callbacks_and_skips_cancelled_ones() ->
     timers.call_later(0.0, again.set)
     assert again.wait(10)
     timers.stop()
+
+
+def test_idle_cgroups_left_by_dead_processes_are_swept_by_the_next_pool() -> None:
+    from graders.sandbox.lanes import _GROUP_PREFIX, _cpu_cgroup_dirs
+
+    if os.geteuid() != 0:
+        unavailable("only root can make a cpu cgroup for the long lane")
+    dirs = _cpu_cgroup_dirs()
+    if not dirs:
+        unavailable("this host has no cpu cgroup hierarchy")
+    gone = subprocess.Popen(["true"])
+    gone.wait()  # its pid now belongs to no process
+    orphan = Path(dirs[0], f"{_GROUP_PREFIX}{gone.pid}-left-by-a-kill-9")
+    orphan.mkdir()
+    pool = SandboxPool(PoolConfig(slots=1, long_slots=1, pytest=False))
+    try:
+        pool.start()
+        assert not orphan.exists(), "the dead process's empty group is still there"
+        assert pool.idle_group is not None
+        assert Path(pool.idle_group.path).name.startswith(f"{_GROUP_PREFIX}{os.getpid()}-")
+    finally:
+        pool.close()
+        if orphan.exists():
+            orphan.rmdir()
