@@ -32,7 +32,7 @@ import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,6 @@ class _Worker:
     node: str
     in_flight: int = 0
     alive: bool = True
-    refs: set[Any] = field(default_factory=set)
 
 
 class RayExecutor(GradingExecutor):
@@ -382,7 +381,6 @@ class RayExecutor(GradingExecutor):
             job.attempts += 1
         calls = [(job.grader, job.sample, job.config) for job in jobs]
         stream = worker.handle.grade_many.options(num_returns="streaming").remote(calls)
-        worker.refs.add(stream)
         pending = dict(enumerate(jobs))
         # Set once every caller of the batch has its answer or stopped waiting.
         settled = asyncio.ensure_future(asyncio.wait([asyncio.shield(j.future) for j in jobs]))
@@ -427,7 +425,6 @@ class RayExecutor(GradingExecutor):
             settled.cancel()
             for _ in pending:
                 release()
-            worker.refs.discard(stream)
             self._pump()
 
     def _lost_all(self, worker: _Worker, pending: dict[int, _Job], error: Exception) -> None:
