@@ -12,7 +12,9 @@ checks before admitting a batch (a full cluster answers 429 with Retry-After).
 Failures of the cluster are not the candidate's. When an actor dies (killed,
 out of memory, its node gone), the jobs it had in flight never produced a
 result; each is queued again, first in line, for another actor, up to
-``max_attempts`` in all, and then comes back as a typed ``sandbox_error``. A job
+``max_attempts`` in all, and then comes back as a typed ``sandbox_error``. Jobs
+sent to an actor in the moment between its death and the driver learning of it
+are lost with it, and that counts as an attempt too. A job
 resolves exactly once: a result that arrived is never graded again, so no
 sample is lost and none counts twice. A replacement actor is started for each
 dead one and joins once it answers. Retries, deaths and where each job ran
@@ -137,6 +139,10 @@ class _Worker:
     node: str
     in_flight: int = 0
     alive: bool = True
+    # Jobs sent to this actor and jobs it answered: what it held when it died is
+    # their difference, including jobs sent after it died but before we knew.
+    sent: int = 0
+    answered: int = 0
 
 
 class RayExecutor(GradingExecutor):
@@ -368,6 +374,7 @@ class RayExecutor(GradingExecutor):
                 return
             # Counted now, not when the task first runs: the next pass must see them.
             worker.in_flight += len(jobs)
+            worker.sent += len(jobs)
             self._in_flight += len(jobs)
             self._launch(self._run(worker, jobs))
 
@@ -403,6 +410,7 @@ class RayExecutor(GradingExecutor):
                     break  # the stream ended: whatever is left was lost with it
                 index, kind, value, node = answer
                 job = pending.pop(index)
+                worker.answered += 1
                 release()
                 if kind == "raised":  # the grader raised on the actor: as it would locally
                     if not job.future.done():

@@ -88,11 +88,15 @@ async def batch_with_fault(executor: RayExecutor, fault: Any, size: int) -> dict
     await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     in_flight = executor.stats()["in_flight"]
     victims = fault()
+    held = sum(w.in_flight for w in victims)
     results = await asyncio.gather(*tasks)
     after = executor.stats()
     return {
         "in_flight_at_fault": in_flight,
-        "victims_in_flight": victims,
+        "victims_in_flight": held,
+        # What the dead actors held, counting jobs sent to them after the fault
+        # struck but before the driver saw them die.
+        "victims_unanswered": sum(w.sent - w.answered for w in victims),
         "answered": len(results),
         "scores": [r.score for r in results],
         "failures": [r.failure.kind.value if r.failure else None for r in results],
@@ -290,19 +294,19 @@ def main() -> None:
         lap("same")
         result["by_node_after_same"] = dict(executor.stats()["by_node"])
 
-        def kill_one_actor() -> int:
+        def kill_one_actor() -> list[Any]:
             import ray
 
             worker = max(executor._workers, key=lambda w: w.in_flight)
             ray.kill(worker.handle, no_restart=True)
-            return worker.in_flight
+            return [worker]
 
         result["actor_kill"] = run(batch_with_fault(executor, kill_one_actor, 16))
 
-        def kill_second_node() -> int:
+        def kill_second_node() -> list[Any]:
             on_second = [w for w in executor._workers if w.alive and w.node == second.node_id]
             cluster.remove_node(second, allow_graceful=False)
-            return sum(w.in_flight for w in on_second)
+            return on_second
 
         result["node_kill"] = run(batch_with_fault(executor, kill_second_node, 16))
         lap("actor_and_node_kill")
