@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 
@@ -13,18 +12,7 @@ from store.db import RewardRow, Store
 from store.drift_log import GAP_GRACE_S, DriftLog, LeaderLock, LogCursor
 from store.idempotency import IdempotencyClaims
 from store.tables import requests, rewards
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'a.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    store = Store(url)
-    store.migrate()
-    yield store
-    store.close()
+from tests.store.conftest import log_request
 
 
 @pytest.fixture
@@ -35,40 +23,14 @@ def pg_store(postgres_url: str) -> Iterator[Store]:
     store.close()
 
 
-def row(i: int, response: str = "abc") -> RewardRow:
-    return RewardRow(
-        position=i,
-        sample_id=f"s{i}",
-        group_id=None,
-        reward=0.5,
-        raw_reward=0.5,
-        record=json.dumps({"id": f"s{i}"}),
-        sample=json.dumps({"id": f"s{i}", "response": response}),
-        sample_sha256="0" * 64,
-        latency_s=0.0,
-    )
-
-
-def log(store: Store, request_id: str, n: int, key: str | None = None) -> None:
-    store.record_request(
-        request_id=request_id,
-        client="c",
-        idempotency_key=key,
-        endpoint="rewards",
-        rubric_name="r",
-        rubric_version=1,
-        rubric_sha256="f" * 64,
-        envelope="{}",
-        rows=[row(i, "x" * (i + 1)) for i in range(n)],
-    )
-
-
 def test_one_owner_claims_a_key_the_other_waits_then_replays(store: Store) -> None:
     claims = IdempotencyClaims(store)
     assert claims.claim("c", "k", "a", lease_s=60).claimed
     held = claims.claim("c", "k", "b", lease_s=60)
     assert not held.claimed and held.holder == "a" and held.stored is None
-    log(store, "req1", 2, key="k")  # the response is logged and the claim goes with it
+    log_request(
+        store, "req1", 2, key="k", client="c"
+    )  # the response is logged and the claim goes with it
     done = claims.claim("c", "k", "b", lease_s=60)
     assert not done.claimed and done.stored is not None and done.stored.id == "req1"
 
@@ -89,7 +51,7 @@ def test_a_key_freed_by_the_winners_log_between_look_and_insert_replays(
         found = real(client, key)
         looks.append(key)
         if len(looks) == 1:
-            log(store, "req1", 2, key="k")
+            log_request(store, "req1", 2, key="k", client="c")
         return found
 
     monkeypatch.setattr(store, "find_request", look_then_winner_logs)
@@ -113,7 +75,7 @@ def test_a_released_or_expired_claim_can_be_taken(store: Store) -> None:
 
 
 def test_the_log_reads_rows_past_the_cursor_with_response_lengths(store: Store) -> None:
-    log(store, "req1", 3)
+    log_request(store, "req1", 3)
     drift_log = DriftLog(store)
     cursor = LogCursor()
     read = drift_log.read(cursor, limit=2)
@@ -168,7 +130,7 @@ def test_a_batch_committed_late_below_the_newest_id_is_still_read(pg_store: Stor
             "created_at": 0.0,
         },
     )  # its id is taken now, its row visible only at commit
-    log(pg_store, "fast", 2)
+    log_request(pg_store, "fast", 2)
     drift_log = DriftLog(pg_store)
     cursor = LogCursor()
     first = drift_log.read(cursor, limit=100)
@@ -218,7 +180,7 @@ def test_replicas_started_together_migrate_one_at_a_time(postgres_url: str) -> N
         t.join()
     try:
         assert errors == []
-        log(stores[0], "after", 1)
+        log_request(stores[0], "after", 1)
         assert stores[1].count_rewards() == 1
     finally:
         for s in stores:

@@ -8,7 +8,6 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -29,18 +28,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'review.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    store = Store(url)
-    store.migrate()
-    yield store
-    store.close()
 
 
 def log_and_enqueue(
@@ -318,19 +305,10 @@ def _review_in_a_process(url: str, start: Any, reviewer: str) -> tuple[int, int]
         store.close()
 
 
-@pytest.mark.parametrize(
-    "backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-)
-def test_reviewer_processes_label_every_item_once(
-    backend: str, request: pytest.FixtureRequest, tmp_path
-) -> None:
+def test_reviewer_processes_label_every_item_once(store_url: str) -> None:
     # Processes, not threads: the store's in-process write lock does not reach
     # across them, so claims really race on the database.
-    url = (
-        f"sqlite:///{tmp_path / 'review.db'}"
-        if backend == "sqlite"
-        else request.getfixturevalue("postgres_url")
-    )
+    url = store_url
     store = Store(url)
     store.migrate()
     try:
@@ -357,5 +335,5 @@ def test_reviewer_processes_label_every_item_once(
     assert (stats["done"], stats["open"], stats["leased"]) == (300, 0, 0)
     assert sum(1 for done, _ in results if done) > 1  # the work was shared
     conflicts = sum(c for _, c in results)
-    if backend == "postgres":
+    if url.startswith("postgresql"):
         assert conflicts == 0  # SKIP LOCKED: racing claims pass each other by

@@ -3,76 +3,32 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from store.db import _ROWS_PER_INSERT, DuplicateRequestError, RewardRow, Store
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store(request: pytest.FixtureRequest, tmp_path) -> Iterator[Store]:
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'a.db'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    store = Store(url)
-    store.migrate()
-    store.migrate()  # idempotent: a second start finds the schema current
-    yield store
-    store.close()
-
-
-def rows(n: int) -> list[RewardRow]:
-    return [
-        RewardRow(
-            position=i,
-            sample_id=f"s{i}",
-            group_id="g",
-            reward=None if i == 0 else i / 10,
-            raw_reward=None if i == 0 else i / 10,
-            record=f'{{"id": "s{i}"}}',
-            sample=None,
-            sample_sha256="0" * 64,
-            latency_s=0.001,
-        )
-        for i in range(n)
-    ]
-
-
-def record(store: Store, request_id: str, key: str | None, n: int = 3) -> None:
-    store.record_request(
-        request_id=request_id,
-        client="c1",
-        idempotency_key=key,
-        endpoint="rewards",
-        rubric_name="r",
-        rubric_version=1,
-        rubric_sha256="a" * 64,
-        envelope='{"request_id": "x"}',
-        rows=rows(n),
-    )
+from store.db import _ROWS_PER_INSERT, DuplicateRequestError, Store
+from tests.store.conftest import RUBRIC_SHA256, log_request
 
 
 def test_requests_and_their_rewards_round_trip_in_order(store: Store):
-    record(store, "req1", "k1", n=4)
+    log_request(store, "req1", 4, key="k1")
     stored = store.find_request("c1", "k1")
     assert stored is not None and stored.id == "req1"
     assert stored.records == [f'{{"id": "s{i}"}}' for i in range(4)]
     assert store.find_request("c2", "k1") is None
     assert store.count_rewards() == 4
-    logged = store.reward_records(rubric_sha256="a" * 64, sample_ids=["s1", "s3"])
+    logged = store.reward_records(rubric_sha256=RUBRIC_SHA256, sample_ids=["s1", "s3"])
     assert [r["sample_id"] for r in logged] == ["s1", "s3"]
 
 
 def test_a_request_larger_than_one_insert_statement_keeps_every_row_in_order(store: Store):
     # SQLite takes the rows in multi-row statements of at most _ROWS_PER_INSERT.
     n = 2 * _ROWS_PER_INSERT + 3
-    record(store, "req1", "k1", n=n)
+    log_request(store, "req1", n, key="k1")
     stored = store.find_request("c1", "k1")
     assert stored is not None
     assert stored.records == [f'{{"id": "s{i}"}}' for i in range(n)]
-    logged = store.reward_records(rubric_sha256="a" * 64, sample_ids=["s0", f"s{n - 1}"])
+    logged = store.reward_records(rubric_sha256=RUBRIC_SHA256, sample_ids=["s0", f"s{n - 1}"])
     assert [(r["sample_id"], r["position"]) for r in logged] == [("s0", 0), (f"s{n - 1}", n - 1)]
     with store.engine.connect() as conn:
         values = conn.exec_driver_sql("SELECT reward FROM rewards ORDER BY position").all()
@@ -80,12 +36,12 @@ def test_a_request_larger_than_one_insert_statement_keeps_every_row_in_order(sto
 
 
 def test_same_idempotency_key_twice_is_refused_and_writes_nothing(store: Store):
-    record(store, "req1", "k1")
+    log_request(store, "req1", key="k1")
     with pytest.raises(DuplicateRequestError):
-        record(store, "req2", "k1")
+        log_request(store, "req2", key="k1")
     assert store.count_rewards() == 3
-    record(store, "req3", None)
-    record(store, "req4", None)  # requests without a key never collide
+    log_request(store, "req3")
+    log_request(store, "req4")  # requests without a key never collide
     assert store.count_rewards() == 9
 
 
@@ -94,9 +50,9 @@ def test_another_constraint_is_not_read_as_a_reused_key(store: Store):
     # code, not by the message text: a reused request id is not a reused key.
     from sqlalchemy.exc import IntegrityError
 
-    record(store, "req1", "k1")
+    log_request(store, "req1", key="k1")
     with pytest.raises(IntegrityError):
-        record(store, "req1", "k2")
+        log_request(store, "req1", key="k2")
     assert store.count_rewards() == 3
 
 
@@ -120,7 +76,7 @@ def test_sqlite_wal_is_checkpointed_off_the_writers_path(tmp_path) -> None:
     store = Store(f"sqlite:///{tmp_path / 'wal.db'}")
     store.migrate()
     for i in range(5):
-        record(store, f"req{i}", None, n=50)
+        log_request(store, f"req{i}", 50)
     checkpointer = store._checkpointer
     assert checkpointer is not None and checkpointer.alive
     deadline = time.monotonic() + 10
@@ -143,6 +99,6 @@ def test_sqlite_wal_is_checkpointed_off_the_writers_path(tmp_path) -> None:
 def test_in_memory_sqlite_has_no_checkpointer() -> None:
     store = Store("sqlite:///:memory:")
     store.migrate()
-    record(store, "req", None)
+    log_request(store, "req")
     assert store._checkpointer is None
     store.close()
