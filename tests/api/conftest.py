@@ -55,6 +55,39 @@ class Server:
     process: subprocess.Popen[bytes] | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def launch(
+        cls, root: Path, db_url: str, keys: dict[str, str], settings: dict[str, str]
+    ) -> Server:
+        """Start ``arbiter serve`` on a free port over ``root / "rubrics"``, with ``settings``.
+
+        ``settings`` are environment variables on top of this process's own; one
+        set to ``""`` is removed.
+        """
+        port = free_port()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "ARBITER_DATABASE_URL": db_url,
+            "ARBITER_PORT": str(port),
+            "ARBITER_RUBRIC_DIRS": str(root / "rubrics"),
+        }
+        for name, value in settings.items():
+            if value:
+                env[name] = value
+            else:
+                env.pop(name, None)
+        server = cls(
+            url=f"http://127.0.0.1:{port}",
+            db_url=db_url,
+            rubric_dir=root / "rubrics",
+            keys=keys,
+            env=env,
+            log=root / "server.log",
+        )
+        server.start()
+        return server
+
     def start(self) -> None:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
@@ -110,27 +143,17 @@ def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServ
         }
         keys["trainer2"] = store.create_key("test-trainer-2", "trainer")[1]
         store.close()
-        port = free_port()
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(REPO),
-            "ARBITER_DATABASE_URL": db_url,
-            "ARBITER_PORT": str(port),
-            "ARBITER_RUBRIC_DIRS": str(rubric_dir),
-            "ARBITER_GRADER_PLUGINS": "tests.api.plugin_graders",
-            "ARBITER_RUBRIC_RELOAD_INTERVAL_S": "0.2",
-            "ARBITER_OPENRLHF_RUBRIC": "efficiency-only",
-            **{f"ARBITER_{k.upper()}": v for k, v in settings.items()},
-        }
-        server = Server(
-            url=f"http://127.0.0.1:{port}",
-            db_url=db_url,
-            rubric_dir=rubric_dir,
-            keys=keys,
-            env=env,
-            log=root / "server.log",
+        server = Server.launch(
+            root,
+            db_url,
+            keys,
+            {
+                "ARBITER_GRADER_PLUGINS": "tests.api.plugin_graders",
+                "ARBITER_RUBRIC_RELOAD_INTERVAL_S": "0.2",
+                "ARBITER_OPENRLHF_RUBRIC": "efficiency-only",
+                **{f"ARBITER_{k.upper()}": v for k, v in settings.items()},
+            },
         )
-        server.start()
         servers.append(server)
         return server
 

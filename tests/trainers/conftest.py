@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from store.db import Store
-from tests.api.conftest import REPO, Server, free_port
+from tests.api.conftest import REPO, Server
 
 DEMO = REPO / "eval_sets" / "codegen-demo.jsonl"
 
@@ -33,26 +33,16 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     store.migrate()
     keys = {"trainer": store.create_key("trainers-test", "trainer")[1]}
     store.close()
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "ARBITER_DATABASE_URL": db_url,
-        "ARBITER_PORT": str(port),
-        "ARBITER_RUBRIC_DIRS": str(rubric_dir),
-        "ARBITER_AUTH": "required",
-        "ARBITER_OPENRLHF_RUBRIC": "python-codegen",
-    }
-    env.pop("ARBITER_ABSTAIN", None)
-    server = Server(
-        url=f"http://127.0.0.1:{port}",
-        db_url=db_url,
-        rubric_dir=rubric_dir,
-        keys=keys,
-        env=env,
-        log=root / "server.log",
+    server = Server.launch(
+        root,
+        db_url,
+        keys,
+        {
+            "ARBITER_AUTH": "required",
+            "ARBITER_OPENRLHF_RUBRIC": "python-codegen",
+            "ARBITER_ABSTAIN": "",  # the server's default, whatever this shell says
+        },
     )
-    server.start()
     yield server
     server.kill(signal.SIGTERM)
 
