@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from bench.serve import arbiter_serve
 
 BATCH = 256
 CONNECTIONS = 8
@@ -116,12 +117,6 @@ def in_process(n: int) -> float:
     return n * BATCH / asyncio.run(go())
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _cpu_seconds(pid: int) -> float:
     """Return user+system CPU seconds of a process and its children so far (Linux)."""
     total = 0.0
@@ -144,41 +139,17 @@ def through_http(n: int, workdir: Path, workers: int) -> dict[str, Any]:
     store = Store(db_url)
     store.migrate()
     _, key = store.create_key("bench", "trainer")
-    port = free_port()
-    env = {
-        **os.environ,
-        "ARBITER_DATABASE_URL": db_url,
-        "ARBITER_PORT": str(port),
-        "ARBITER_LOG_LEVEL": "WARNING",
-        "ARBITER_RUBRIC_RELOAD_INTERVAL_S": "0",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "arbiter", "serve", "--workers", str(workers)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     try:
-        import httpx
-
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
-        out = workdir / "client.json"
-        subprocess.run(
-            [sys.executable, "-m", "bench.api", "--client", url, key, str(n), str(out)], check=True
-        )
-        result: dict[str, Any] = json.loads(out.read_text())
-        logged = store.count_rewards()
-        result["server_cpu_s"] = _cpu_seconds(server.pid)
+        with arbiter_serve(db_url, "--workers", str(workers)) as (url, server):
+            out = workdir / "client.json"
+            subprocess.run(
+                [sys.executable, "-m", "bench.api", "--client", url, key, str(n), str(out)],
+                check=True,
+            )
+            result: dict[str, Any] = json.loads(out.read_text())
+            logged = store.count_rewards()
+            result["server_cpu_s"] = _cpu_seconds(server.pid)
     finally:
-        server.terminate()
-        server.wait(timeout=30)
         store.close()
     result["rate"] = n * BATCH / result["elapsed_s"]
     result["logged"] = logged

@@ -21,22 +21,13 @@ import asyncio
 import json
 import os
 import re
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from bench.serve import REPO, arbiter_serve
 
 
 def verl_calls(n: int, rubric: str) -> list[dict[str, Any]]:
@@ -120,33 +111,7 @@ def main() -> None:
         store.migrate()
         _, key = store.create_key("bench-trainers", "trainer")
         store.close()
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        env = {
-            **os.environ,
-            "PYTHONPATH": str(REPO),
-            "ARBITER_DATABASE_URL": db_url,
-            "ARBITER_PORT": str(port),
-            "ARBITER_LOG_LEVEL": "WARNING",
-            "ARBITER_RUBRIC_RELOAD_INTERVAL_S": "0",
-        }
-        server = subprocess.Popen(
-            [sys.executable, "-m", "arbiter", "serve"],
-            env=env,
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            import httpx
-
-            deadline = time.monotonic() + 60
-            while time.monotonic() < deadline:
-                try:
-                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    time.sleep(0.1)
+        with arbiter_serve(db_url) as (url, _):
             os.environ.update(
                 {
                     "ARBITER_URL": url,
@@ -164,9 +129,6 @@ def main() -> None:
                 before = rejections(url)
                 concurrent_s.append(asyncio.run(concurrent_calls(calls)))
                 refused += rejections(url) - before
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
     batch = statistics.median(batch_s)
     concurrent = statistics.median(concurrent_s)
     print(f"rubric {args.rubric}, {args.samples} samples, {args.runs} runs (medians)")

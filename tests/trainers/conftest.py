@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from transformers import PreTrainedTokenizerFast
 
 from store.db import Store
 from tests.api.conftest import REPO, Server
@@ -20,6 +22,23 @@ DEMO = REPO / "eval_sets" / "codegen-demo.jsonl"
 def demo_rows() -> list[dict[str, Any]]:
     """Return the demo set: real completions (correct, buggy, hacks) with their tasks."""
     return [json.loads(line) for line in DEMO.read_text().splitlines() if line.strip()]
+
+
+def demo_tokenizer() -> PreTrainedTokenizerFast:
+    """A small byte-level BPE trained on the demo set's prompts and responses."""
+    rows = demo_rows()
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(
+        [r["prompt"] for r in rows] + [r["response"] for r in rows],
+        trainers.BpeTrainer(
+            vocab_size=400,
+            special_tokens=["<pad>", "<eos>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        ),
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
 
 
 @pytest.fixture(scope="session")

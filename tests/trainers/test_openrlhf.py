@@ -11,13 +11,12 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 from openrlhf.utils.agent import SingleTurnAgentExecutor
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
 from arbiter.adapters import openrlhf as openrlhf_adapter
 from arbiter.client import ArbiterClient
 from tests.api.conftest import Server
-from tests.trainers.conftest import demo_rows
+from tests.trainers.conftest import demo_rows, demo_tokenizer
 
 
 @dataclass
@@ -61,19 +60,7 @@ class ScriptedEngine:
 
 @pytest.fixture(scope="module")
 def tokenizer() -> PreTrainedTokenizerFast:
-    rows = demo_rows()
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        [r["prompt"] for r in rows] + [r["response"] for r in rows],
-        trainers.BpeTrainer(
-            vocab_size=400,
-            special_tokens=["<pad>", "<eos>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
-    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>")
+    return demo_tokenizer()
 
 
 def _run(executor, tokenizer, rows, max_length=4096) -> list[dict[str, Any]]:

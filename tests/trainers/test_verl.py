@@ -10,7 +10,6 @@ import pytest
 import torch
 import verl
 from hydra import compose, initialize_config_dir
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 from verl import DataProto
 from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
@@ -18,7 +17,7 @@ from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
 from arbiter.adapters import verl as verl_adapter
 from arbiter.client import ArbiterClient
 from tests.api.conftest import Server
-from tests.trainers.conftest import demo_rows
+from tests.trainers.conftest import demo_rows, demo_tokenizer
 
 CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
 
@@ -31,22 +30,8 @@ def _config(overrides: list[str]) -> Any:
 @pytest.fixture(scope="module")
 def tokenizer_dir(tmp_path_factory) -> str:
     """A byte-level BPE saved where verl's worker loads its tokenizer from."""
-    rows = demo_rows()
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        [r["prompt"] for r in rows] + [r["response"] for r in rows],
-        trainers.BpeTrainer(
-            vocab_size=400,
-            special_tokens=["<pad>", "<eos>"],
-            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        ),
-    )
     path = tmp_path_factory.mktemp("verl-tokenizer")
-    PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>"
-    ).save_pretrained(path)
+    demo_tokenizer().save_pretrained(path)
     return str(path)
 
 

@@ -1,0 +1,65 @@
+"""A live ``arbiter serve`` for the HTTP benchmarks: started on a free port, ready, then stopped."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def arbiter_serve(db_url: str, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """Run ``arbiter serve [args]`` on ``db_url`` until the block ends; yield its URL and process.
+
+    Logs at WARNING and with rubric reloading off, so that the server's own
+    chatter is not part of what is measured.
+    """
+    import httpx
+
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "ARBITER_DATABASE_URL": db_url,
+        "ARBITER_PORT": str(port),
+        "ARBITER_LOG_LEVEL": "WARNING",
+        "ARBITER_RUBRIC_RELOAD_INTERVAL_S": "0",
+    }
+    url = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "arbiter", "serve", *args],
+        env=env,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"arbiter serve exited with {server.returncode} before ready")
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("arbiter serve was not ready within 60 s")
+            time.sleep(0.1)
+        yield url, server
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
