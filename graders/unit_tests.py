@@ -512,6 +512,13 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             return self.scored(0.0, details=details, violations=tuple(violations))
         return self.failed(kind, message, details=details, violations=tuple(violations))
 
+    def _load_timeout(
+        self, config: UnitTestsConfig, details: dict[str, Any], violations: Sequence[Violation]
+    ) -> GradeResult:
+        """The candidate's code did not finish loading within its limit."""
+        message = f"loading the code took more than {config.timeout_s:g} s"
+        return self._candidate_fault(FailureKind.TIMEOUT, message, config, details, violations)
+
     def _grade_function(self, code: str, task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
         if not isinstance(task.tests, str) and not all(isinstance(t, str) for t in task.tests):
             return self.failed(
@@ -578,13 +585,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             reason, message = load_error
             details.update(passed=0, total=plan.units, load_error=message)
             if reason == "timeout":
-                return self._candidate_fault(
-                    FailureKind.TIMEOUT,
-                    f"loading the code took more than {config.timeout_s:g} s",
-                    config,
-                    details,
-                    violations,
-                )
+                return self._load_timeout(config, details, violations)
             details["failure_kind"] = _load_failure_kind(message)
             return self.scored(0.0, details=details, violations=tuple(violations))
         passed = sum(o.passed for o in outcomes)
@@ -728,13 +729,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         if suite.load_error:
             details["load_error"] = suite.load_error
             if suite.load_error.startswith("timeout") or broken == "timeout":
-                return self._candidate_fault(
-                    FailureKind.TIMEOUT,
-                    f"loading the code took more than {config.timeout_s:g} s",
-                    config,
-                    details,
-                    violations,
-                )
+                return self._load_timeout(config, details, violations)
             # As for a function task: code that does not load passes nothing.
             details["failure_kind"] = _load_failure_kind(suite.load_error)
             details["passed"] = 0

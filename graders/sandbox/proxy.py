@@ -308,18 +308,7 @@ class Channel:
             # Not the call that was sent ahead (run_plan's guarantee failed):
             # take the rest of the pipeline's answers, then call as usual.
             self.drain_ahead()
-            if self.broken is not None:
-                raise self.broken
-        try:
-            request = self._request(name, args, kwargs)
-        except codec.EncodeError as e:
-            self.events.append("uncrossable_argument")
-            raise Uncrossable(str(e)) from None
-        try:
-            send_frame(self.sock, request)
-        except OSError as e:
-            raise self._break("exited", str(e)) from None
-        return self._answer(request["id"], request["nonce"])
+        return self._exchange(name, args, kwargs)
 
     def do(
         self, what: str, target: RemoteObject | None, *args: Any, name: str = "", **kwargs: Any
@@ -337,8 +326,20 @@ class Channel:
         fields: dict[str, Any] = {"op": "do", "what": what, "target": None, "name": name}
         if target is not None:
             fields["target"] = self._handle(target)
+        return self._exchange("", args, kwargs, fields)
+
+    def _exchange(
+        self,
+        name: str,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        fields: dict[str, Any] | None = None,
+    ) -> Any:
+        """Send one request (nothing sent ahead is pending) and wait for its answer."""
+        if self.broken is not None:
+            raise self.broken
         try:
-            request = self._request("", args, kwargs, fields)
+            request = self._request(name, args, kwargs, fields)
         except codec.EncodeError as e:
             self.events.append("uncrossable_argument")
             raise Uncrossable(str(e)) from None
