@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -22,8 +22,6 @@ import pytest
 from store.db import Store
 from store.review import ReviewQueue
 from tests.api.conftest import Server, StartServer
-from tests.browser.test_review_page import CHROMIUM, CHROMIUM_ARGS
-from tests.strictness import unavailable
 
 pytestmark = pytest.mark.browser
 
@@ -149,22 +147,6 @@ JUDGES: dict[str, Callable[[Shown], bool]] = {
     "hacks": judge_hacks,
     "judge": judge_judge,
 }
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        unavailable("no /usr/bin/chromium: apt-get install -y chromium")
-    from playwright import sync_api  # in the dev extra: a missing one is an error
-
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture(scope="module")

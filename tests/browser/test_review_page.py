@@ -7,8 +7,6 @@ no browser is downloaded: Playwright drives /usr/bin/chromium.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,20 +15,8 @@ import pytest
 from store.db import Store
 from store.review import ReviewQueue
 from tests.api.conftest import Server, StartServer
-from tests.strictness import unavailable
 
 pytestmark = pytest.mark.browser
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 RUBRIC = """\
 name: paged
@@ -41,22 +27,6 @@ components:
 review: {sample_rate: 1.0}
 """
 RESPONSE = "Here it is <b>bold</b>:\n```python\ndef add(a, b):\n    return a + b  # sum\n```\n"
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        unavailable("no /usr/bin/chromium: apt-get install -y chromium")
-    from playwright import sync_api  # in the dev extra: a missing one is an error
-
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 @pytest.fixture(scope="module")
