@@ -23,9 +23,11 @@ class ComponentOutcome(GradeResult):
 
     @classmethod
     def of(cls, result: GradeResult, *, weight: float, required: bool) -> ComponentOutcome:
-        """Weight a grader's result (already validated, so it is not validated again)."""
-        # Its __dict__, not dict(result): iterating a model costs twice the copy.
-        return cls.model_construct(**result.__dict__, weight=weight, required=required)
+        """Weight a grader's result."""
+        # Validated again, and from its __dict__: pydantic-core validates these
+        # fields in 2.0 us, where model_construct (Python) takes 2.8 and
+        # model_construct(**dict(result)) 6.5 (timeit, one efficiency result).
+        return cls(**result.__dict__, weight=weight, required=required)
 
 
 class AppliedPenalty(BaseModel):
