@@ -49,14 +49,17 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanev
 ROLLOUTS = 1024
 TIMEOUT_S = 10.0
 
-RUBRIC = f"""
+def rubric_text(**config: float) -> str:
+    """The tests-only rubric, its unit_tests config ``timeout_s`` plus ``config``."""
+    settings = ", ".join(f"{k}: {v:g}" for k, v in {"timeout_s": TIMEOUT_S, **config}.items())
+    return f"""
 name: tests-only
 version: 1
 components:
   tests:
     grader: unit_tests
     weight: 1.0
-    config: {{timeout_s: {TIMEOUT_S:g}}}
+    config: {{{settings}}}
 combine: weighted_sum
 on_missing: renormalize
 """
@@ -74,11 +77,11 @@ def rollouts(count: int = ROLLOUTS) -> list[Sample]:
     return out
 
 
-def _grade(samples: list[Sample], pool_config: PoolConfig | None, overrides: str = "") -> Any:
+def _grade(samples: list[Sample], pool_config: PoolConfig | None, **config: float) -> Any:
     registry = default_registry()
     if pool_config is not None:
         registry.add_instance(UnitTestsGrader(SandboxPool(pool_config)))
-    rubric = parse_rubric(RUBRIC.replace("}}", f"{overrides}}}") if overrides else RUBRIC)
+    rubric = parse_rubric(rubric_text(**config))
     grader = registry.instance("unit_tests")
     assert isinstance(grader, UnitTestsGrader)
     grader.pool.start()
@@ -114,7 +117,7 @@ def part1(runs: int, before: bool) -> None:
         line = f"run {r + 1}: ours {wall:6.1f} s  without the {loopers} loopers {clean_wall:5.1f} s"
         if before:
             # The old schedule: a wall-clock limit, one run per core, no long lane.
-            old_wall, _ = _grade(samples, PoolConfig(long_slots=0), ", wall_factor: 1")
+            old_wall, _ = _grade(samples, PoolConfig(long_slots=0), wall_factor=1)
             old.append(old_wall)
             line += f"  old schedule {old_wall:6.1f} s"
         print(line, flush=True)
