@@ -4,13 +4,15 @@ A run enters the fast lane (one place per core); once it has run for its
 ``long_after_s`` it moves to the long lane, its processes drop to the lowest
 CPU priority (and, where the host allows, into a ``cpu.idle`` cgroup), and its
 fast place goes to the next run. :class:`Lanes` admits runs, :func:`demote`
-lowers one, :class:`Timers` is the one thread that demotes on time, and
-:class:`IdleGroup` is the cgroup. The zygote and the confined runs never see
-any of this: it all happens on the trusted side.
+lowers one, :class:`LeastAttained` gives the long lane's CPU first to the long
+runs that have had the least, :class:`Timers` is the one thread that demotes
+and ranks on time, and :class:`IdleGroup` is the cgroup. The zygote and the
+confined runs never see any of this: it all happens on the trusted side.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import heapq
 import itertools
@@ -22,7 +24,7 @@ from collections.abc import Callable
 
 from graders.sandbox.errors import SandboxError
 
-__all__ = ["IdleGroup", "Lanes", "Timers", "demote"]
+__all__ = ["IdleGroup", "Lanes", "LeastAttained", "Timers", "demote"]
 
 logger = logging.getLogger(__name__)
 
@@ -164,6 +166,32 @@ def _cpu_cgroup_dirs() -> list[str]:
     return found
 
 
+def _run_pids(zygote_pid: int) -> list[int]:
+    """Return the run under a slot's zygote and its descendants, found from /proc.
+
+    Outer zygote, then PID 1 of its namespace, then the run and what it started.
+    """
+    pending = [run for inner in _children(zygote_pid) for run in _children(inner)]
+    found: list[int] = []
+    seen: set[int] = set()
+    while pending:
+        pid = pending.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        found.append(pid)
+        pending += _children(pid)
+    return found
+
+
+def _renice(pid: int, nice: int) -> None:
+    """Set a process's nice value and its autogroup's (see :func:`demote`)."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as f:
+        f.write(str(nice))
+    with contextlib.suppress(OSError):
+        os.setpriority(os.PRIO_PROCESS, pid, nice)
+
+
 def demote(zygote_pid: int, idle: IdleGroup | None) -> None:
     """Drop the run under a slot's zygote (and what it started) to the lowest CPU priority.
 
@@ -173,24 +201,23 @@ def demote(zygote_pid: int, idle: IdleGroup | None) -> None:
     every run starts a session, hence a scheduling group of its own, and only
     the group's nice value counts against other groups. The group's nice is
     set through ``/proc/PID/autogroup``, which the confined zygote cannot
-    reach: this side does it. Processes are found from the zygote's pid
-    (outer zygote, then PID 1 of its namespace, then the run and its
-    descendants).
+    reach: this side does it.
     """
-    pending = [run for inner in _children(zygote_pid) for run in _children(inner)]
-    seen: set[int] = set()
-    while pending:
-        pid = pending.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
+    for pid in _run_pids(zygote_pid):
         if idle is not None:
             idle.add(pid)
-        with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as f:
-            f.write(str(_LONG_NICE))
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, pid, _LONG_NICE)
-        pending += _children(pid)
+        _renice(pid, _LONG_NICE)
+
+
+def _cpu_ticks(pid: int) -> int:
+    """Return the CPU time a process and its reaped children have had, in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0
+    # utime, stime, cutime, cstime: fields 14 to 17 of proc(5), 12 to 15 after the name.
+    return sum(int(v) for v in fields[11:15])
 
 
 class Timers:
@@ -257,6 +284,92 @@ class Timers:
                 logger.exception("sandbox timer callback failed")
 
 
+#: How often the long lane's runs are ranked by the CPU time they have had.
+RANK_EVERY_S = 0.1
+#: The nice value of the long lane's favoured runs: inside the idle group (which
+#: yields to every fast-lane run whatever its members' nice) and without one,
+#: where it must stay below the fast lane's nice 0.
+_FAVOURED_NICE_IDLE = 0
+_FAVOURED_NICE = 10
+
+
+class LeastAttained:
+    """The long lane's CPU goes first to the runs that have had the least of it.
+
+    Under fair shares, k long runs on n cores get n/k of a core each: a correct
+    candidate that needs three seconds of CPU, long beside a dozen loopers,
+    would reach its wall-clock backstop before its CPU limit. So every
+    ``RANK_EVERY_S`` the long runs are ranked by the CPU time they have had
+    (processes and reaped children, from /proc), and the ``favoured`` with
+    the least are raised to a middle nice value while the rest stay at 19:
+    loopers, which have had the most, wait; a run that has just turned long,
+    or needs only a little more, goes first (least attained service). Raising
+    a priority needs CAP_SYS_NICE, so the pool ranks only as root; elsewhere
+    long runs share fairly at nice 19.
+    """
+
+    def __init__(self, timers: Timers, favoured: int) -> None:
+        self.timers = timers
+        self.favoured = favoured
+        self._lock = threading.Lock()
+        #: key -> (zygote pid, still this run?, idle group or None), in the order
+        #: the runs turned long.
+        self._runs: dict[object, tuple[int, Callable[[], bool], IdleGroup | None]] = {}
+        #: Which chain of ticks is the live one (``None``: none is).
+        self._chain: int | None = None
+        self._chains = itertools.count()
+        #: Rankings done (for tests and operators).
+        self.rounds = 0
+
+    def add(
+        self, key: object, zygote_pid: int, current: Callable[[], bool], idle: IdleGroup | None
+    ) -> None:
+        """Rank a run that has just turned long (``current`` says whether it still runs)."""
+        with self._lock:
+            self._runs[key] = (zygote_pid, current, idle)
+            if self._chain is not None:
+                return
+            chain = self._chain = next(self._chains)
+        self.timers.call_later(0.0, lambda: self._tick(chain))
+
+    def discard(self, key: object) -> None:
+        """Stop ranking a run (it ended)."""
+        with self._lock:
+            self._runs.pop(key, None)
+
+    def clear(self) -> None:
+        """Forget every run (the pool is closing, and its timers with it)."""
+        with self._lock:
+            self._runs.clear()
+            self._chain = None
+
+    def _tick(self, chain: int) -> None:
+        with self._lock:
+            if chain != self._chain:
+                return
+            for key in [k for k, (_, current, _) in self._runs.items() if not current()]:
+                del self._runs[key]
+            if not self._runs:
+                self._chain = None
+                return
+            runs = [(key, zygote, idle) for key, (zygote, _, idle) in self._runs.items()]
+        ranked = []
+        for turned_long, (_, zygote, idle) in enumerate(runs):
+            pids = _run_pids(zygote)
+            ranked.append((sum(_cpu_ticks(pid) for pid in pids), turned_long, pids, idle))
+        # Fewest ticks first; among equals, the run that turned long first.
+        ranked.sort(key=lambda entry: entry[:2])
+        for rank, (_, _, pids, idle) in enumerate(ranked):
+            if rank >= self.favoured:
+                nice = _LONG_NICE
+            else:
+                nice = _FAVOURED_NICE_IDLE if idle is not None else _FAVOURED_NICE
+            for pid in pids:
+                _renice(pid, nice)
+        self.rounds += 1
+        self.timers.call_later(RANK_EVERY_S, lambda: self._tick(chain))
+
+
 class Lanes:
     """Admission of runs: a fast lane of ``fast`` places and a long lane of ``long``.
 
@@ -277,6 +390,9 @@ class Lanes:
         self._fast: dict[int, float] = {}
         self._long: set[int] = set()
         self._tokens = itertools.count()
+        #: Runs waiting for a fast place, in the order they came.
+        self._waiting: collections.deque[int] = collections.deque()
+        self._tickets = itertools.count()
 
     def _move_long(self, now: float) -> None:
         for token, due in sorted(self._fast.items(), key=lambda item: item[1]):
@@ -286,34 +402,46 @@ class Lanes:
             self._long.add(token)
 
     def enter(self, long_after_s: float, timeout_s: float) -> int:
-        """Wait for a fast place; return the run's token.
+        """Wait for a fast place, in the order of arrival; return the run's token.
+
+        First come, first served: a place that frees goes to the run that has
+        waited longest, not to whichever thread takes the lock first (the one
+        that just gave a place back would, and under steady load a waiting
+        run could wait until its timeout).
 
         Raises:
             SandboxError: no place became free within ``timeout_s``.
         """
         give_up = time.monotonic() + timeout_s
         with self._cond:
-            while True:
-                now = time.monotonic()
-                self._move_long(now)
-                if len(self._fast) < self.fast_places:
-                    token = next(self._tokens)
-                    self._fast[token] = now + long_after_s
-                    return token
-                if now >= give_up:
-                    raise SandboxError("no sandbox slot became free in time")
-                wake = give_up
-                if len(self._long) < self.long_places:
-                    # The next place to free is the oldest fast run turning long.
-                    wake = min(wake, min(self._fast.values()))
-                self._cond.wait(max(0.0, wake - now))
+            ticket = next(self._tickets)
+            self._waiting.append(ticket)
+            try:
+                while True:
+                    now = time.monotonic()
+                    self._move_long(now)
+                    if self._waiting[0] == ticket and len(self._fast) < self.fast_places:
+                        token = next(self._tokens)
+                        self._fast[token] = now + long_after_s
+                        return token
+                    if now >= give_up:
+                        raise SandboxError("no sandbox slot became free in time")
+                    wake = give_up
+                    if self._fast and len(self._long) < self.long_places:
+                        # The next place to free is the oldest fast run turning long.
+                        wake = min(wake, min(self._fast.values()))
+                    self._cond.wait(max(0.0, wake - now))
+            finally:
+                self._waiting.remove(ticket)
+                # The next in line may be able to go now (a place, or the head, freed).
+                self._cond.notify_all()
 
     def leave(self, token: int) -> None:
         """Give back a run's place, whichever lane it is in."""
         with self._cond:
             self._fast.pop(token, None)
             self._long.discard(token)
-            self._cond.notify()
+            self._cond.notify_all()
 
     def counts(self) -> tuple[int, int]:
         """Return how many runs are in the fast lane and in the long lane now."""

@@ -45,7 +45,7 @@ from graders.sandbox.frames import (
     recv_frame,
     send_frame,
 )
-from graders.sandbox.lanes import IdleGroup, Lanes, Timers, demote
+from graders.sandbox.lanes import IdleGroup, Lanes, LeastAttained, Timers, demote
 from graders.sandbox.uids import DEFAULT_UID_BASE, UidRange
 
 logger = logging.getLogger(__name__)
@@ -142,9 +142,9 @@ DEFAULT_PRELOAD: tuple[str, ...] = (
 DEFAULT_LAZY: tuple[str, ...] = ("threading", "queue")
 
 #: A run's wall-clock backstop, as a multiple of its CPU-time limit.
-DEFAULT_WALL_FACTOR = 1.5
+DEFAULT_WALL_FACTOR = 1.25
 #: Wall seconds after which a run leaves the fast lane (and drops to the lowest CPU priority).
-DEFAULT_LONG_AFTER_S = 0.25
+DEFAULT_LONG_AFTER_S = 0.1
 #: Long-lane places per fast slot (their zygotes start only when a run first needs one).
 LONG_LANE_PER_SLOT = 8
 
@@ -466,9 +466,15 @@ class _Slot:
         if long_after_s is not None and self.proc is not None:
             seq, zygote = self.seq, self.proc.pid
 
+            def current() -> bool:
+                return self.seq == seq and self._demotion is not None
+
             def to_the_long_lane() -> None:
-                if self.seq == seq:
-                    demote(zygote, self.pool.idle_group)
+                if current():
+                    idle = self.pool.idle_group
+                    demote(zygote, idle)
+                    if self.pool.least_attained is not None:
+                        self.pool.least_attained.add(self.index, zygote, current, idle)
 
             self._demotion = self.pool.timers.call_later(float(long_after_s), to_the_long_lane)
         return self.seq
@@ -481,6 +487,8 @@ class _Slot:
             if self._demotion is not None:
                 self.pool.timers.cancel(self._demotion)
                 self._demotion = None
+                if self.pool.least_attained is not None:
+                    self.pool.least_attained.discard(self.index)
 
     def _finish(self, seq: int, deadline: float, *, end: bool) -> RunReport:
         assert self.ctrl is not None
@@ -527,6 +535,8 @@ class SandboxPool:
         self.timers = Timers()
         #: Where long-lane runs go while this pool is started (``None``: nice 19 only).
         self.idle_group: IdleGroup | None = None
+        #: Ranks the long lane's runs (as root: raising a priority needs CAP_SYS_NICE).
+        self.least_attained = LeastAttained(self.timers, self.size) if os.geteuid() == 0 else None
         self._lock = threading.Lock()
         self._started = False
         #: The uids this pool's slots run as (held while started).
@@ -574,6 +584,8 @@ class SandboxPool:
         with self._lock:
             self._close_slots()
             self.timers.stop()
+            if self.least_attained is not None:
+                self.least_attained.clear()
             if self.idle_group is not None:
                 self.idle_group.remove()
                 self.idle_group = None

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from graders.sandbox import PoolConfig, SandboxPool
-from graders.sandbox.lanes import Timers
+from graders.sandbox.errors import SandboxError
+from graders.sandbox.lanes import Lanes, Timers
 from graders.types import FailureKind, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade
@@ -88,13 +89,106 @@ def test_long_runners_do_not_hold_up_short_ones(small_pool: SandboxPool) -> None
         # Each looper lives for at least its 4 s of CPU or 8 s of wall clock;
         # the short run needed only a fast place.
         assert not any(f.done() for f in loopers)
-        # The first looper went long before the others were admitted: by now its
-        # session's scheduling group runs at the lowest priority.
-        assert 19 in _run_nices(small_pool)
+        # Once all three are long, their sessions' scheduling groups run at the
+        # lowest priority, but for those the long lane favours (as root: the one
+        # that has had the least CPU, see test_least_attained_*).
+        ranking = small_pool.least_attained
+        favoured = 0 if ranking is None else ranking.favoured
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if small_pool.lanes()[1] == 3 and _run_nices(small_pool).count(19) >= 3 - favoured:
+                break
+            time.sleep(0.05)
+        assert small_pool.lanes()[1] == 3
+        assert _run_nices(small_pool).count(19) >= 3 - favoured, _run_nices(small_pool)
         for looper in loopers:
             result = looper.result()
             assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT
             assert result.details["sandbox"]["long"]
+
+
+def test_a_freed_fast_place_goes_to_the_run_that_waited_longest() -> None:
+    lanes = Lanes(fast=1, long=0)
+    held = lanes.enter(long_after_s=600, timeout_s=5)
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(lanes.enter(600, 5)))
+    waiter.start()
+    deadline = time.monotonic() + 5
+    while not lanes._waiting and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lanes._waiting
+    # The thread that gives the place back asks again at once, holding the lock
+    # first: it still queues behind the run that was waiting.
+    lanes.leave(held)
+    with pytest.raises(SandboxError):
+        lanes.enter(long_after_s=600, timeout_s=0.3)
+    waiter.join(timeout=5)
+    assert len(got) == 1 and lanes.counts() == (1, 0)
+
+
+# Exactly a second of CPU, however fast the machine (the run's own CPU clock).
+NEEDS_A_CPU_SECOND = (
+    "import time\n"
+    "def f():\n"
+    "    started = time.process_time()\n"
+    "    while time.process_time() - started < 1.0:\n"
+    "        pass\n"
+    "    return True\n"
+)
+
+
+def _attained_s(pool: SandboxPool) -> list[float]:
+    """Return the CPU seconds each run now in progress in ``pool`` has had."""
+    from graders.sandbox.lanes import _cpu_ticks, _run_pids
+
+    ticks = os.sysconf("SC_CLK_TCK")
+    return [
+        sum(_cpu_ticks(pid) for pid in pids) / ticks
+        for slot in pool._slots
+        if slot.proc is not None and (pids := _run_pids(slot.proc.pid))
+    ]
+
+
+def test_least_attained_a_long_run_that_has_had_less_cpu_goes_first() -> None:
+    if os.geteuid() != 0:
+        unavailable("only root can raise a long run's priority back (CAP_SYS_NICE)")
+    # One fast place: everything else in flight is in the long lane.
+    pool = SandboxPool(PoolConfig(slots=1, long_slots=7, pytest=False))
+    grader = UnitTestsGrader(pool)
+    looping = {"timeout_s": 8.0, "wall_factor": 1.5, "long_after_s": 0.2}
+    try:
+        with ThreadPoolExecutor(7) as threads:
+            loopers = [
+                threads.submit(grade, grader, LOOPER, RETURNS_TRUE, **looping) for _ in range(6)
+            ]
+            # Each looper has had more CPU than the candidate below needs in all.
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                attained = _attained_s(pool)
+                if len(attained) == 6 and min(attained) > 1.2:
+                    break
+                time.sleep(0.1)
+            assert len(attained) == 6 and min(attained) > 1.2, attained
+            # A correct candidate that needs a CPU second, with 2.5 s of wall clock.
+            # With fair shares, seven long runs on this machine's cores would give
+            # it 1/7 of a core each per core: on two cores, 3.5 s for its second.
+            result = grade(
+                grader,
+                NEEDS_A_CPU_SECOND,
+                RETURNS_TRUE,
+                timeout_s=2.0,
+                wall_factor=1.25,
+                long_after_s=0.2,
+            )
+            assert not any(f.done() for f in loopers)
+    finally:
+        pool.close()  # ends the loopers
+    assert result.score == 1.0, result.failure
+    sandbox = result.details["sandbox"]
+    assert sandbox["long"]
+    # It had most of a core from the moment it turned long.
+    assert sandbox["cpu_s"] > 0.6 * sandbox["wall_s"], sandbox
+    assert pool.least_attained is not None and pool.least_attained.rounds > 0
 
 
 def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
