@@ -14,7 +14,9 @@ out of memory, its node gone), the jobs it had in flight never produced a
 result; each is queued again, first in line, for another actor, up to
 ``max_attempts`` in all, and then comes back as a typed ``sandbox_error``. Jobs
 sent to an actor in the moment between its death and the driver learning of it
-are lost with it, and that counts as an attempt too. A job
+are lost with it, and that counts as an attempt too; so the nodes the cluster
+reports dead are looked up at each death and every NODE_CHECK_EVERY_S, and
+their actors, idle ones included, taken as dead. A job
 resolves exactly once: a result that arrived is never graded again, so no
 sample is lost and none counts twice. A replacement actor is started for each
 dead one and joins once it answers. Retries, deaths and where each job ran
@@ -133,6 +135,10 @@ class _Job:
     attempts: int = 0
 
 
+#: How often the executor asks the cluster which of its nodes are alive.
+NODE_CHECK_EVERY_S = 2.0
+
+
 @dataclass
 class _Worker:
     handle: Any
@@ -217,6 +223,7 @@ class RayExecutor(GradingExecutor):
         self._started = False
         self._start_lock = threading.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._node_watch: asyncio.Task[None] | None = None
         self._stats: collections.Counter[str] = collections.Counter()
         self._by_node: collections.Counter[str] = collections.Counter()
 
@@ -315,7 +322,11 @@ class RayExecutor(GradingExecutor):
                     f"the Ray cluster could not start grader actors: {e}",
                     retryable=True,
                 )
-        future: asyncio.Future[GradeResult] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        watch = self._node_watch
+        if watch is None or watch.done() or watch.get_loop() is not loop:
+            self._node_watch = loop.create_task(self._watch_nodes())
+        future: asyncio.Future[GradeResult] = loop.create_future()
         self._enqueue(_Job(grader, sample, config, current_tenant(), future))
         self._pump()
         return await future
@@ -446,10 +457,12 @@ class RayExecutor(GradingExecutor):
     def _lost(self, worker: _Worker, job: _Job, error: Exception) -> None:
         """An actor died under ``job``: retry it elsewhere, or fail it typed."""
         if worker.alive:
-            worker.alive = False
-            self._stats["actor_deaths"] += 1
-            logger.warning("grader actor on node %s died: %s", worker.node, error)
-            self._replace(worker)
+            self._dead(worker, error)
+            # Its node may be gone with it: then so are the node's idle actors,
+            # which no failed call has shown yet. Found now, no job (a retry of
+            # this one, say) is sent to them and lost there.
+            for other in self._workers_on_dead_nodes():
+                self._dead(other, "its node is gone")
         if job.future.done():
             return
         if job.attempts < self.max_attempts:
@@ -471,6 +484,34 @@ class RayExecutor(GradingExecutor):
                 retryable=True,
             )
         )
+
+    def _dead(self, worker: _Worker, error: object) -> None:
+        worker.alive = False
+        self._stats["actor_deaths"] += 1
+        logger.warning("grader actor on node %s died: %s", worker.node, error)
+        self._replace(worker)
+
+    async def _watch_nodes(self) -> None:
+        """Take the actors of nodes the cluster reports dead as dead, every few seconds.
+
+        An idle actor's death shows in no call: without this, the next job sent
+        to it would be lost there, and cost its caller an attempt.
+        """
+        while self._started:
+            await asyncio.sleep(NODE_CHECK_EVERY_S)
+            for worker in await asyncio.to_thread(self._workers_on_dead_nodes):
+                if worker.alive:
+                    self._dead(worker, "its node is gone")
+
+    def _workers_on_dead_nodes(self) -> list[_Worker]:
+        """Return the live-looking actors whose node the cluster reports dead."""
+        try:
+            nodes = ray.nodes()  # type: ignore[no-untyped-call]
+            dead = {n["NodeID"] for n in nodes if not n.get("Alive", True)}
+        except Exception as e:  # the GCS itself unreachable: calls will tell, one by one
+            logger.warning("could not list the Ray cluster's nodes: %s", e)
+            return []
+        return [w for w in self._workers if w.alive and w.node in dead]
 
     def _replace(self, dead: _Worker) -> None:
         """Start a stand-in for a dead actor; it joins once it answers."""

@@ -2,7 +2,7 @@
 
 Run by ``tests/graders/test_ray_executor.py`` as ``python -m tests.graders.ray_scenario``
 inside a network namespace with only loopback up (see ``bench.netns``): a head
-and a second node, each with its own raylet, on this machine.
+and two more nodes, each with its own raylet, on this machine.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from typing import Any
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -30,6 +31,8 @@ TASK = TaskSpec(kind="python_function", tests=TESTS, entry_point="f")
 # Answers that take a while (a second of wall time, no CPU), so a batch is in
 # flight on every actor when one is killed.
 SLOW = "import time\ndef f(x):\n    time.sleep(0.3)\n    return x * x\n"
+# Two seconds a job: still running when the fault strikes, whatever the machine.
+SLOWER = "import time\ndef f(x):\n    time.sleep(1.0)\n    return x * x\n"
 CODES = {
     "right": "def f(x):\n    return x * x\n",
     "wrong": "def f(x):\n    return x + x\n",
@@ -78,12 +81,17 @@ async def same_as_local(executor: RayExecutor) -> dict[str, Any]:
 
 
 async def batch_with_fault(executor: RayExecutor, fault: Any, size: int) -> dict[str, Any]:
-    """Grade ``size`` slow samples; once the first answer is in, call ``fault``."""
+    """Grade one quick sample and ``size - 1`` slow ones; once the quick one is in, call ``fault``.
+
+    The slow ones are then all mid-run, so the fault's victims hold jobs that
+    cannot finish before it strikes.
+    """
     config = UnitTestsConfig(timeout_s=5)
     before = dict(executor.stats())
+    codes = [CODES["right"]] + [SLOWER] * (size - 1)
     tasks = [
-        asyncio.ensure_future(executor.grade("unit_tests", sample(f"s{i}", SLOW), config))
-        for i in range(size)
+        asyncio.ensure_future(executor.grade("unit_tests", sample(f"s{i}", code), config))
+        for i, code in enumerate(codes)
     ]
     await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     in_flight = executor.stats()["in_flight"]
@@ -104,6 +112,30 @@ async def batch_with_fault(executor: RayExecutor, fault: Any, size: int) -> dict
         "retried": after.get("retried", 0) - before.get("retried", 0),
         "failed": after.get("failed", 0) - before.get("failed", 0),
         "deaths": after.get("actor_deaths", 0) - before.get("actor_deaths", 0),
+    }
+
+
+async def idle_node_kill(executor: RayExecutor, cluster: Any, node: Any) -> dict[str, Any]:
+    """Kill a node whose actors hold no job; see how long until the executor knows."""
+    while executor.stats()["in_flight"] or executor.stats()["queued"]:
+        await asyncio.sleep(0.05)
+    on_node = [w for w in executor._workers if w.alive and w.node == node.node_id]
+    before = dict(executor.stats())
+    cluster.remove_node(node, allow_graceful=False)
+    started = time.monotonic()
+    marked_s = None
+    while time.monotonic() - started < 60:
+        if not any(w.alive for w in on_node):
+            marked_s = time.monotonic() - started
+            break
+        await asyncio.sleep(0.1)
+    after = executor.stats()
+    return {
+        "actors": len(on_node),
+        "marked_dead_after_s": marked_s,
+        "deaths": after["actor_deaths"] - before.get("actor_deaths", 0),
+        "failed": after.get("failed", 0) - before.get("failed", 0),
+        "retried": after.get("retried", 0) - before.get("retried", 0),
     }
 
 
@@ -260,18 +292,18 @@ def main() -> None:
         },
     )
     second = cluster.add_node(num_cpus=2, resources={"second": 4})
-    result: dict[str, Any] = {"nodes": 2}
+    # One actor, killed with its node while it holds no job (the idle-node stage).
+    third = cluster.add_node(num_cpus=1, resources={"third": 1})
+    result: dict[str, Any] = {"nodes": 3}
     executor = RayExecutor(
         cluster.address,
         cpus_per_actor=1,
         long_slots=2,
-        resources=[{"head": 1}, {"head": 1}, {"second": 1}, {"second": 1}],
+        resources=[{"head": 1}, {"head": 1}, {"second": 1}, {"second": 1}, {"third": 1}],
         concurrency=3,
         start_timeout_s=30,
     )
     try:
-        import time
-
         clock = time.monotonic()
         stages: dict[str, float] = {}
         result["stages_s"] = stages
@@ -310,12 +342,15 @@ def main() -> None:
 
         result["node_kill"] = run(batch_with_fault(executor, kill_second_node, 16))
         lap("actor_and_node_kill")
+
         result["live_after_node_kill"] = executor.stats()["live_actors"]
         executor.max_attempts = 1
         result["no_retries_left"] = run(batch_with_fault(executor, kill_one_actor, 12))
         executor.max_attempts = 3
-        executor.concurrency = 1
         lap("no_retries_left")
+        result["idle_node_kill"] = run(idle_node_kill(executor, cluster, third))
+        lap("idle_node_kill")
+        executor.concurrency = 1
         result["fair_order"] = run(fairness(executor))
         lap("fairness")
         result["stats"] = executor.stats()
