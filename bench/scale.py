@@ -49,6 +49,7 @@ DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanev
 ROLLOUTS = 1024
 TIMEOUT_S = 10.0
 
+
 def rubric_text(**config: float) -> str:
     """The tests-only rubric, its unit_tests config ``timeout_s`` plus ``config``."""
     settings = ", ".join(f"{k}: {v:g}" for k, v in {"timeout_s": TIMEOUT_S, **config}.items())
