@@ -17,6 +17,7 @@ import contextlib
 import heapq
 import itertools
 import logging
+import math
 import os
 import threading
 import time
@@ -220,44 +221,61 @@ def _cpu_ticks(pid: int) -> int:
     return sum(int(v) for v in fields[11:15])
 
 
+#: Timers fire on this grid (seconds): the thread wakes at most this often, however
+#: many runs start, where a deadline per run woke it once a run.
+TIMER_GRID_S = 0.02
+
+
 class Timers:
     """One thread that runs callbacks after a delay, for the whole pool.
 
     A ``threading.Timer`` per run costs a thread start on every run, about a
-    tenth of the floor's throughput; one thread with a heap costs a push.
+    tenth of the floor's throughput; one thread with a heap costs a push. Nor
+    is the thread woken once a run: deadlines are rounded up to a
+    ``TIMER_GRID_S`` grid, a push wakes it only when it is due before every
+    other, and a cancelled callback stays in the heap until its time (measured:
+    waking it for each run cost 60-75 us of the pool's CPU a run, about 4% of
+    the floor's throughput).
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
-        self._cancelled: set[int] = set()
+        #: Handles pushed and neither run nor cancelled.
+        self._pending: set[int] = set()
         self._ids = itertools.count()
         self._thread: threading.Thread | None = None
 
     def call_later(self, delay_s: float, callback: Callable[[], None]) -> int:
-        """Run ``callback`` on the timer thread after ``delay_s``; return a handle to cancel."""
+        """Run ``callback`` on the timer thread after ``delay_s`` (up to one grid step more).
+
+        Returns a handle to cancel it with.
+        """
+        due = math.ceil((time.monotonic() + delay_s) / TIMER_GRID_S) * TIMER_GRID_S
         with self._cond:
             handle = next(self._ids)
-            heapq.heappush(self._heap, (time.monotonic() + delay_s, handle, callback))
+            earliest = not self._heap or due < self._heap[0][0]
+            heapq.heappush(self._heap, (due, handle, callback))
+            self._pending.add(handle)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="sandbox-timers", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            elif earliest:
+                self._cond.notify()
             return handle
 
     def cancel(self, handle: int) -> None:
         """Drop a callback that has not run yet (a no-op once it has)."""
         with self._cond:
-            if any(entry[1] == handle for entry in self._heap):
-                self._cancelled.add(handle)
+            self._pending.discard(handle)
 
     def stop(self) -> None:
         """Drop every pending callback and end the thread (a later call starts a new one)."""
         with self._cond:
             self._heap.clear()
-            self._cancelled.clear()
+            self._pending.clear()
             thread, self._thread = self._thread, None
             self._cond.notify_all()
         if thread is not None and thread is not threading.current_thread():
@@ -273,9 +291,9 @@ class Timers:
                     now = time.monotonic()
                     if self._heap and self._heap[0][0] <= now:
                         _, handle, callback = heapq.heappop(self._heap)
-                        if handle in self._cancelled:
-                            self._cancelled.discard(handle)
-                            continue
+                        if handle not in self._pending:
+                            continue  # cancelled
+                        self._pending.discard(handle)
                         break
                     self._cond.wait(self._heap[0][0] - now if self._heap else None)
             try:
