@@ -8,8 +8,8 @@ Run as ``python -m bench.sandbox [--runs N]``. In the same run:
     reference;
 (b) Arbiter: the ``unit_tests`` grader through the grader runner, every
     sandbox layer this host provides (they are printed), one job in flight per
-    slot; each pass starts with an empty plan cache, so every task is planned
-    as if first seen;
+    slot; each pass starts with empty plan and program caches, so every task
+    is planned, and every program read, as if first seen;
 (c) the floor: a confined child that loads an empty module and is torn down;
 (d) the ``pytest`` kind: each item's ``check`` as a one-test pytest module that
     imports the candidate, through the same grader.
@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from graders.program import clear_cache as clear_program_cache
 from graders.runner import GraderJob, run_jobs
 from graders.sandbox import Limits, PoolConfig, SandboxPool
 from graders.types import Sample, TaskSpec
@@ -148,6 +149,7 @@ def arbiter(
     rates = []
     for _ in range(runs):
         clear_plan_cache()
+        clear_program_cache()
         wall, latencies, passed = asyncio.run(grade_all())
         note = f"passed {passed}/{len(rows)}"
         name = "(d) arbiter, pytest kind" if suites else "(b) arbiter unit_tests grader"

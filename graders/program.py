@@ -31,6 +31,7 @@ used: a completion that is a whole program is graded alone, as before.
 from __future__ import annotations
 
 import ast
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Literal
@@ -39,7 +40,7 @@ from graders.code import ExtractedCode, blocks, extract_code
 from graders.sandbox.syntax import parse_module
 from graders.types import Sample
 
-__all__ = ["Program", "assemble_program", "program_of", "prompt_text"]
+__all__ = ["Program", "assemble_program", "clear_cache", "compiles", "program_of", "prompt_text"]
 
 _PYTHON_OR_UNTAGGED = frozenset({"", "python", "py", "python3", "py3"})
 
@@ -65,34 +66,73 @@ def prompt_text(sample: Sample) -> str:
     return ""
 
 
-def _compiles(code: str) -> ast.Module | None:
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the rules need to know of code that compiles."""
+
+    #: Names bound at the module's top level by def, class, assignment or import.
+    defined: frozenset[str]
+    #: Whether the last top-level statement is a def or a class.
+    ends_with_definition: bool
+
+
+#: Code longer than this is read each time rather than kept as a cache key.
+_CACHED_CODE_CHARS = 1 << 16
+
+
+def _facts(code: str) -> _Facts | None:
+    """Compile and read ``code``; ``None`` when it does not compile.
+
+    Cached for code up to ``_CACHED_CODE_CHARS``: every grader of a rubric
+    assembles the same sample's program, and compiling and parsing it cost
+    about 90 us each time (HumanEvalPack's programs, timeit); the facts kept
+    are a few names, the key the code itself (at most 4,096 of them, 256 MiB
+    in the worst case).
+    """
+    return _cached_facts(code) if len(code) <= _CACHED_CODE_CHARS else _read_facts(code)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cached_facts(code: str) -> _Facts | None:
+    return _read_facts(code)
+
+
+def _read_facts(code: str) -> _Facts | None:
     try:
         with warnings.catch_warnings():
             # The candidate's own warnings (invalid escapes) are not ours to show.
             warnings.simplefilter("ignore")
             compile(code, "solution.py", "exec", dont_inherit=True)
-            return parse_module(code)
+            module = parse_module(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-
-
-def _defines(module: ast.Module, name: str | None) -> bool:
-    """Whether ``module`` binds ``name`` at its top level (any name when ``None``)."""
-    if name is None:
-        return True
+    defined: set[str] = set()
     for node in module.body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if node.name == name:
-                return True
+            defined.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                return True
-        elif isinstance(node, ast.Import | ast.ImportFrom) and any(
-            (alias.asname or alias.name.split(".")[0]) == name for alias in node.names
-        ):
-            return True
-    return False
+            defined.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            defined.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+    last = module.body[-1] if module.body else None
+    ends = isinstance(last, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    return _Facts(frozenset(defined), ends)
+
+
+def clear_cache() -> None:
+    """Forget what was read of every program (benchmarks that measure first sight)."""
+    _cached_facts.cache_clear()
+
+
+def compiles(code: str) -> bool:
+    """Whether ``code`` compiles (cached with the rest of what this module reads of it)."""
+    return _facts(code) is not None
+
+
+def _defines(facts: _Facts, name: str | None) -> bool:
+    """Whether the code binds ``name`` at its top level (any name when ``None``)."""
+    return name is None or name in facts.defined
 
 
 def _prompt_fence(prompt: str, response: str) -> Program | None:
@@ -112,7 +152,7 @@ def _prompt_fence(prompt: str, response: str) -> Program | None:
 
 def _prompt_code(prompt: str) -> str | None:
     """The prompt's code: the whole text when it parses, else its last Python block."""
-    if prompt.strip() and _compiles(prompt) is not None:
+    if prompt.strip() and compiles(prompt):
         return prompt
     tagged = [b for b in blocks(prompt) if b.closed and b.tag in _PYTHON_OR_UNTAGGED]
     return tagged[-1].body if tagged else None
@@ -123,10 +163,8 @@ def _prompt_body(prompt: str, response: str, entry_point: str | None) -> Program
     head = _prompt_code(prompt)
     if head is None:
         return None
-    head_module = _compiles(head)
-    if head_module is None or not head_module.body:
-        return None
-    if not isinstance(head_module.body[-1], ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+    head_facts = _facts(head)
+    if head_facts is None or not head_facts.ends_with_definition:
         return None
     fenced = [b for b in blocks(response) if b.tag in _PYTHON_OR_UNTAGGED]
     tail = "\n".join(b.body.rstrip("\n") for b in fenced) if fenced else response
@@ -134,8 +172,8 @@ def _prompt_body(prompt: str, response: str, entry_point: str | None) -> Program
         return None
     code = (head if head.endswith("\n") else head + "\n") + tail
     code = code if code.endswith("\n") else code + "\n"
-    module = _compiles(code)
-    if module is None or not _defines(module, entry_point):
+    facts = _facts(code)
+    if facts is None or not _defines(facts, entry_point):
         return None
     truncated = bool(fenced) and not fenced[-1].closed
     source: Literal["fenced", "raw"] = "fenced" if fenced else "raw"
@@ -173,8 +211,8 @@ def assemble_program(
         warnings.simplefilter("ignore")
         own = extract_code(response, which=which)
     if own is not None:
-        module = _compiles(own.code)
-        if module is not None and _defines(module, entry_point):
+        facts = _facts(own.code)
+        if facts is not None and _defines(facts, entry_point):
             return Program(own.code, own.source, own.blocks, own.truncated)
     if prompt:
         body = _prompt_body(prompt, response, entry_point)

@@ -51,7 +51,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from graders.base import Grader, GraderConfig
-from graders.program import program_of
+from graders.program import compiles, program_of
 from graders.sandbox import (
     LAYERS,
     Channel,
@@ -417,9 +417,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             )
         code = extracted.code
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                compile(code, "solution.py", "exec", dont_inherit=True)
+            if not compiles(code):  # known already, mostly: compiled once when assembled
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    compile(code, "solution.py", "exec", dont_inherit=True)
         except (SyntaxError, ValueError) as e:
             line = getattr(e, "lineno", None)
             return self._candidate_fault(
