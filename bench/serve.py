@@ -20,6 +20,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_ready(url: str, server: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """Wait until ``url``'s ``/readyz`` answers 200; raise RuntimeError if it exits or times out."""
+    import httpx
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if server.poll() is not None:
+            raise RuntimeError(f"arbiter serve exited with {server.returncode} before ready")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"arbiter serve was not ready within {timeout_s:g} s")
+        time.sleep(0.1)
+
+
 @contextlib.contextmanager
 def arbiter_serve(db_url: str, *args: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """Run ``arbiter serve [args]`` on ``db_url`` until the block ends; yield its URL and process.
@@ -27,8 +45,6 @@ def arbiter_serve(db_url: str, *args: str) -> Iterator[tuple[str, subprocess.Pop
     Logs at WARNING and with rubric reloading off, so that the server's own
     chatter is not part of what is measured.
     """
-    import httpx
-
     port = free_port()
     env = {
         **os.environ,
@@ -47,18 +63,7 @@ def arbiter_serve(db_url: str, *args: str) -> Iterator[tuple[str, subprocess.Pop
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            if server.poll() is not None:
-                raise RuntimeError(f"arbiter serve exited with {server.returncode} before ready")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("arbiter serve was not ready within 60 s")
-            time.sleep(0.1)
+        wait_ready(url, server, 60)
         yield url, server
     finally:
         server.terminate()

@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.serve import wait_ready
 from store.db import Store
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,18 +98,11 @@ class Server:
                 stderr=subprocess.STDOUT,
             )
         # Start-up takes seconds, and far longer on a loaded machine.
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-        self.kill()  # not left running behind a failed test
-        raise RuntimeError(f"server not ready: {self.log.read_text()[-3000:]}")
+        try:
+            wait_ready(self.url, self.process, 180)
+        except RuntimeError as e:
+            self.kill()  # not left running behind a failed test
+            raise RuntimeError(f"{e}: {self.log.read_text()[-3000:]}") from None
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.process is not None and self.process.poll() is None:
