@@ -23,11 +23,29 @@ class ComponentOutcome(GradeResult):
 
     @classmethod
     def of(cls, result: GradeResult, *, weight: float, required: bool) -> ComponentOutcome:
-        """Weight a grader's result."""
-        # Validated again, and from its __dict__: pydantic-core validates these
-        # fields in 2.0 us, where model_construct (Python) takes 2.8 and
-        # model_construct(**dict(result)) 6.5 (timeit, one efficiency result).
-        return cls(**result.__dict__, weight=weight, required=required)
+        """Weight a grader's result, without validating it a second time.
+
+        ``result`` was validated when it was made and ``weight`` and
+        ``required`` come from a validated rubric, so the outcome is built as
+        pydantic's ``model_construct`` builds one, from the result's own
+        ``__dict__``: 0.6 us against 2.1 for validating the fields again and
+        2.7 for ``model_construct`` itself (timeit, one efficiency result). A
+        rubric of one component spends about a twentieth of its in-process
+        time here (``bench.api``'s floor).
+        """
+        values = dict(result.__dict__)
+        values["weight"] = weight
+        values["required"] = required
+        outcome = cls.__new__(cls)
+        _set(outcome, "__dict__", values)
+        _set(outcome, "__pydantic_fields_set__", result.__pydantic_fields_set__ | _WEIGHTED)
+        _set(outcome, "__pydantic_extra__", None)
+        _set(outcome, "__pydantic_private__", None)
+        return outcome
+
+
+_set = object.__setattr__
+_WEIGHTED = frozenset({"weight", "required"})
 
 
 class AppliedPenalty(BaseModel):
