@@ -78,21 +78,47 @@ def parse_body(raw: bytes, model: type[M]) -> tuple[M, Any]:
 def check_limits(data: Any, max_depth: int = MAX_DEPTH) -> tuple[tuple[str | int, ...], str] | None:
     """Return the path and the problem of the first value over a limit, or ``None``.
 
-    Walks without recursion, so no input can exhaust the stack here.
+    Walks in document order without recursion, so no input can exhaust the
+    stack here; a stack of iterators, one per open container, keeps the path
+    without building one for every value (a tuple a value made this walk a
+    sixth of the API's CPU a sample).
     """
-    stack: list[tuple[Any, tuple[str | int, ...]]] = [(data, ())]
+    if type(data) is not dict and type(data) is not list:
+        return _scalar_problem(data, ())
+    if max_depth < 1:
+        return (), f"nested deeper than {max_depth} levels"
+    path: list[str | int] = []
+    stack: list[Any] = [_entries(data)]
     while stack:
-        value, path = stack.pop()
-        if isinstance(value, dict):
-            if len(path) >= max_depth:
-                return path, f"nested deeper than {max_depth} levels"
-            stack.extend((v, (*path, k)) for k, v in value.items())
-        elif isinstance(value, list):
-            if len(path) >= max_depth:
-                return path, f"nested deeper than {max_depth} levels"
-            stack.extend((v, (*path, i)) for i, v in enumerate(value))
-        elif type(value) is int and not INT_MIN <= value <= INT_MAX:
-            return path, f"integer out of range [{INT_MIN}, {INT_MAX}]"
+        for key, value in stack[-1]:
+            kind = type(value)
+            if kind is dict or kind is list:
+                if len(stack) >= max_depth:
+                    return (*path, key), f"nested deeper than {max_depth} levels"
+                path.append(key)
+                stack.append(_entries(value))
+                break
+            if kind is int and not INT_MIN <= value <= INT_MAX:
+                return (*path, key), _INT_RANGE
+        else:
+            stack.pop()
+            if path:
+                path.pop()
+    return None
+
+
+_INT_RANGE = f"integer out of range [{INT_MIN}, {INT_MAX}]"
+
+
+def _entries(container: dict[str, Any] | list[Any]) -> Any:
+    return iter(container.items()) if type(container) is dict else enumerate(container)
+
+
+def _scalar_problem(
+    value: Any, path: tuple[str | int, ...]
+) -> tuple[tuple[str | int, ...], str] | None:
+    if type(value) is int and not INT_MIN <= value <= INT_MAX:
+        return path, _INT_RANGE
     return None
 
 
