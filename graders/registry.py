@@ -18,7 +18,8 @@ class UnknownGraderError(KeyError):
         self.name = name
         self.known = known
         self.suggestion = next(iter(difflib.get_close_matches(name, known, n=1)), None)
-        super().__init__(name)
+        # Both arguments in args: unpickled (sent back from a Ray actor), it is rebuilt from them.
+        super().__init__(name, known)
 
     def __str__(self) -> str:
         hint = f"; did you mean {self.suggestion!r}?" if self.suggestion else ""

@@ -8,6 +8,7 @@ and two more nodes, each with its own raylet, on this machine.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -112,6 +113,43 @@ async def batch_with_fault(executor: RayExecutor, fault: Any, size: int) -> dict
         "retried": after.get("retried", 0) - before.get("retried", 0),
         "failed": after.get("failed", 0) - before.get("failed", 0),
         "deaths": after.get("actor_deaths", 0) - before.get("actor_deaths", 0),
+    }
+
+
+async def raised_and_abandoned(executor: RayExecutor) -> dict[str, Any]:
+    """A grader that raises on its actor, alone and in a batch; a caller that stops waiting."""
+    config = UnitTestsConfig(timeout_s=5)
+
+    async def outcome(grader: str, s: Sample) -> str:
+        try:
+            result = await executor.grade(grader, s, config)
+        except Exception as e:
+            return type(e).__name__
+        return f"score {result.score}"
+
+    alone = await outcome("no_such_grader", sample("alone", CODES["right"]))
+    calls = executor.stats()["calls"]
+    # Three jobs for each of the five actors (three places each): sent as calls
+    # of three, each with the raising job between two that grade.
+    batch = await asyncio.gather(
+        *(
+            outcome(grader, sample(f"b{k}-{i}", CODES[code]))
+            for k in range(5)
+            for i, (grader, code) in enumerate(
+                [("unit_tests", "right"), ("no_such_grader", "right"), ("unit_tests", "wrong")]
+            )
+        )
+    )
+    calls = executor.stats()["calls"] - calls
+    # A caller whose deadline passes: the job's place comes back to the executor.
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(executor.grade("unit_tests", sample("gone", SLOWER), config), 0.2)
+    await asyncio.sleep(0.5)
+    return {
+        "alone": alone,
+        "batch": batch,
+        "batch_calls": calls,
+        "in_flight_after_abandon": executor.stats()["in_flight"],
     }
 
 
@@ -325,6 +363,8 @@ def main() -> None:
         result["same"] = run(same_as_local(executor))
         lap("same")
         result["by_node_after_same"] = dict(executor.stats()["by_node"])
+        result["raised"] = run(raised_and_abandoned(executor))
+        lap("raised")
 
         def kill_one_actor() -> list[Any]:
             import ray

@@ -67,6 +67,18 @@ def test_results_are_those_of_the_local_graders(scenario: dict[str, Any]) -> Non
     assert same["bandit/insecure"]["ray"][1] < 1.0
 
 
+def test_a_grader_that_raises_on_an_actor_raises_here_alone_or_in_a_batch(
+    scenario: dict[str, Any],
+) -> None:
+    raised = scenario["raised"]
+    # Sent alone (a plain call) and in a batch (a stream): the error is the
+    # grader's, as it would be locally; its batch-mates are graded regardless.
+    assert raised["alone"] == "UnknownGraderError"
+    assert raised["batch"] == ["score 1.0", "UnknownGraderError", "score 0.5"] * 5
+    assert raised["batch_calls"] == 5  # streams of three, not fifteen calls of one
+    assert raised["in_flight_after_abandon"] == 0
+
+
 @pytest.mark.parametrize("stage", ["actor_kill", "node_kill"])
 def test_a_dead_actor_or_node_loses_no_sample_and_grades_none_twice(
     scenario: dict[str, Any], stage: str
