@@ -52,6 +52,7 @@ class Service:
 
             self.executor = RayExecutor(
                 settings.ray_address,
+                actors=settings.ray_actors,
                 cpus_per_actor=settings.ray_cpus_per_actor,
                 max_queue=settings.ray_max_queue,
             )

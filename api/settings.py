@@ -60,6 +60,13 @@ class Settings(BaseSettings):
     ray_cpus_per_actor: int = Field(
         default=1, ge=1, description="Ray CPUs per grader actor (its sandbox's fast places)."
     )
+    ray_actors: int | None = Field(
+        default=None,
+        ge=1,
+        description="Grader actors this replica starts (default: one per ray_cpus_per_actor "
+        "of the cluster's CPUs). Replicas sharing a cluster each need their share: the "
+        "first to start would otherwise claim every CPU.",
+    )
     ray_max_queue: int = Field(
         default=16384,
         ge=1,

@@ -215,6 +215,8 @@ def http_back_pressure(address: str) -> dict[str, Any]:
         "ARBITER_RAY_ADDRESS": address,
         # python-codegen has five components: two samples (10 jobs) fit, five (25) do not.
         "ARBITER_RAY_MAX_QUEUE": "12",
+        # Its share of the cluster: one actor, one CPU (the default would take all).
+        "ARBITER_RAY_ACTORS": "1",
         "ARBITER_DRIFT_ENABLED": "false",
     }
     log = open(f"{root}/serve.log", "wb")  # noqa: SIM115 - the server's, closed below
@@ -250,6 +252,10 @@ def http_back_pressure(address: str) -> dict[str, Any]:
         with httpx.Client(base_url=url, timeout=180) as http:
             over = http.post("/v1/rewards", json=body(5))
             fits = http.post("/v1/rewards", json=body(2))
+        import ray
+
+        # The server's actors hold what the cluster no longer has free.
+        out["server_cpus"] = ray.cluster_resources()["CPU"] - ray.available_resources()["CPU"]
         out["over"] = {
             "status": over.status_code,
             "retry_after": over.headers.get("retry-after"),

@@ -141,6 +141,8 @@ def test_a_full_cluster_queue_reaches_http_as_429_with_retry_after(
     # A batch that fits is graded on the cluster.
     assert http["fits"]["status"] == 200, http["fits"]["text"]
     assert http["fits"]["tests"] == [1.0, 1.0], http["fits"]["failures"]
+    # ARBITER_RAY_ACTORS=1: the replica took its share (one actor of one CPU), not the cluster.
+    assert http["server_cpus"] == 1.0
 
 
 def test_reward_model_replicas_as_actors_behind_the_batcher(scenario: dict[str, Any]) -> None:
