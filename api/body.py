@@ -81,7 +81,7 @@ def check_limits(data: Any, max_depth: int = MAX_DEPTH) -> tuple[tuple[str | int
     Walks in document order without recursion, so no input can exhaust the
     stack here; a stack of iterators, one per open container, keeps the path
     without building one for every value (a tuple a value made this walk a
-    sixth of the API's CPU a sample).
+    seventh of the rewards route's instructions a sample, cachegrind).
     """
     if type(data) is not dict and type(data) is not list:
         return _scalar_problem(data, ())

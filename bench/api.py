@@ -117,7 +117,7 @@ def in_process(n: int) -> float:
     return n * BATCH / asyncio.run(go())
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
     """Return user+system CPU seconds of a process and its children so far (Linux)."""
     total = 0.0
     ticks = os.sysconf("SC_CLK_TCK")
@@ -148,7 +148,7 @@ def through_http(n: int, workdir: Path, workers: int) -> dict[str, Any]:
             )
             result: dict[str, Any] = json.loads(out.read_text())
             logged = store.count_rewards()
-            result["server_cpu_s"] = _cpu_seconds(server.pid)
+            result["server_cpu_s"] = cpu_seconds(server.pid)
     finally:
         store.close()
     result["rate"] = n * BATCH / result["elapsed_s"]

@@ -176,13 +176,18 @@ def part3(runs: int) -> None:
     counts = rows[0]["workers"]
     rates = [statistics.median(row["rate"][i] for row in rows) for i in range(len(counts))]
     steady = [statistics.median(row["steady_rate"][i] for row in rows) for i in range(len(counts))]
-    print("workers   batch rate (drain included)   steady rate (10th-90th percentile)")
-    for n, rate, flow in zip(counts, rates, steady, strict=True):
+    cpu = [
+        [statistics.median(row["cpu_us"][i][side] for row in rows) for side in (0, 1)]
+        for i in range(len(counts))
+    ]
+    print("workers   batch rate (drain included)   steady rate (10th-90th pct.)   CPU a task")
+    for n, rate, flow, (driver, actors) in zip(counts, rates, steady, cpu, strict=True):
         batch_linear = rate / rates[0] * counts[0] / n
         linear = flow / steady[0] * counts[0] / n
         print(
             f"{n:>7}   {rate:6.0f} tasks/s ({batch_linear:.2f} of linear)"
             f"       {flow:6.0f} tasks/s ({linear:.2f} of linear)"
+            f"   driver {driver:4.0f} us, actors {actors:4.0f} us"
         )
     alone = statistics.median(row["fast_p50_alone_ms"] for row in rows)
     mixed = statistics.median(row["fast_p50_mixed_ms"] for row in rows)

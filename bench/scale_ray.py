@@ -13,6 +13,7 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -22,6 +23,7 @@ os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
 import ray
 from ray.cluster_utils import Cluster
 
+from bench.api import cpu_seconds
 from bench.scale import DATA
 from graders.executor import RemoteGrader
 from graders.ray_executor import RayExecutor, StreamingActor
@@ -141,6 +143,18 @@ def _tasks(count: int, *, fast_only: bool = False) -> list[tuple[Sample, bool]]:
     return out
 
 
+def _actors_cpu() -> float:
+    """Return the CPU seconds the simulated workers' actor processes have used so far (Linux)."""
+    total = 0.0
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if proc.joinpath("cmdline").read_bytes().startswith(b"ray::SimWorkers"):
+                total += cpu_seconds(int(proc.name))
+        except (OSError, ValueError):  # gone meanwhile
+            continue
+    return total
+
+
 async def _drive(executor: RayExecutor, tasks: list[tuple[Sample, bool]]) -> dict[str, Any]:
     """Send every task at once; return the batch's rate, its steady rate and the fast p50.
 
@@ -160,13 +174,18 @@ async def _drive(executor: RayExecutor, tasks: list[tuple[Sample, bool]]) -> dic
         finished.append(time.perf_counter())
         latencies.append((finished[-1] - sent, slow))
 
+    driver_cpu, actors_cpu = time.process_time(), _actors_cpu()
     started = time.perf_counter()
     await asyncio.gather(*(one(s, slow) for s, slow in tasks))
     wall = time.perf_counter() - started
+    driver_cpu, actors_cpu = time.process_time() - driver_cpu, _actors_cpu() - actors_cpu
     fast = [t for t, slow in latencies if not slow]
     first, last = len(finished) // 10, len(finished) * 9 // 10
     return {
         "rate": len(tasks) / wall,
+        # Every thread of the driver (Ray's own included) and of the actors' processes.
+        "driver_cpu_us": 1e6 * driver_cpu / len(tasks),
+        "actors_cpu_us": 1e6 * actors_cpu / len(tasks),
         "steady_rate": (last - first) / (finished[last] - finished[first]),
         "fast_p50_ms": 1000 * statistics.median(fast),
     }
@@ -201,6 +220,7 @@ def workers_part() -> dict[str, Any]:
     cluster = _cluster(num_cpus=ACTORS, nodes=2)
     rates: list[float] = []
     steady: list[float] = []
+    cpu: list[tuple[float, float]] = []
     out: dict[str, Any] = {"workers": counts}
     try:
         ray.init(address=cluster.address, log_to_driver=False)
@@ -223,6 +243,7 @@ def workers_part() -> dict[str, Any]:
             result = loop.run_until_complete(_drive(executor, _tasks(TASKS)))
             rates.append(result["rate"])
             steady.append(result["steady_rate"])
+            cpu.append((result["driver_cpu_us"], result["actors_cpu_us"]))
             executor.close()
         # Latency under a steady load below capacity (0.4 of the throughput the
         # most workers reached), the same arrivals with and without the slow
@@ -247,6 +268,7 @@ def workers_part() -> dict[str, Any]:
         cluster.shutdown()  # type: ignore[no-untyped-call]
     out["rate"] = rates
     out["steady_rate"] = steady
+    out["cpu_us"] = cpu
     return out
 
 
