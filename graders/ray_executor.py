@@ -253,7 +253,8 @@ class RayExecutor(GradingExecutor):
         )
         self._queued = 0
         self._in_flight = 0
-        self._pump_soon = False
+        #: The loop a pump is scheduled on, until it runs.
+        self._pump_soon: asyncio.AbstractEventLoop | None = None
         self._started = False
         self._start_lock = threading.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -364,13 +365,13 @@ class RayExecutor(GradingExecutor):
         self._enqueue(_Job(grader, sample, config, current_tenant(), future))
         # Pumped once the callers of this moment have all queued (a batch's samples
         # arrive in one burst): sent at once, each job would get a call to itself.
-        if not self._pump_soon:
-            self._pump_soon = True
+        if self._pump_soon is not loop:  # (a loop that closed first never ran its pump)
+            self._pump_soon = loop
             loop.call_soon(self._pump_queued)
         return await future
 
     def _pump_queued(self) -> None:
-        self._pump_soon = False
+        self._pump_soon = None
         self._pump()
 
     def _enqueue(self, job: _Job, *, first: bool = False) -> None:
