@@ -458,7 +458,7 @@ class RayExecutor(GradingExecutor):
 
         try:
             while pending:
-                step = asyncio.ensure_future(anext(answers_of))
+                step = asyncio.ensure_future(anext(answers_of, None))
                 done, _ = await asyncio.wait({step, settled}, return_when=asyncio.FIRST_COMPLETED)
                 if step not in done:
                     step.cancel()
@@ -602,18 +602,14 @@ class RayExecutor(GradingExecutor):
             )
 
 
-async def _streamed_answers(stream: Any) -> AsyncIterator[list[tuple[int, str, Any, str]] | None]:
-    """Yield the answers of each item of an actor's result stream, then ``None`` at its end."""
+async def _streamed_answers(stream: Any) -> AsyncIterator[list[tuple[int, str, Any, str]]]:
+    """Yield the answers of each item of an actor's result stream."""
     async for ref in stream:
         answers: list[tuple[int, str, Any, str]] = await ref
         yield answers
-    while True:
-        yield None
 
 
-async def _only_answers(ref: Any) -> AsyncIterator[list[tuple[int, str, Any, str]] | None]:
-    """Yield the answers of a plain ``grade_one`` call, then ``None``."""
+async def _only_answers(ref: Any) -> AsyncIterator[list[tuple[int, str, Any, str]]]:
+    """Yield the answers of a plain ``grade_one`` call."""
     answers: list[tuple[int, str, Any, str]] = await ref
     yield answers
-    while True:
-        yield None

@@ -21,6 +21,7 @@ os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
 
 from ray.cluster_utils import Cluster
 
+from bench.serve import free_port, wait_ready
 from graders.executor import RemoteGrader, tenant
 from graders.ray_executor import RayExecutor
 from graders.registry import default_registry
@@ -196,16 +197,12 @@ async def fairness(executor: RayExecutor) -> list[str]:
 
 def http_back_pressure(address: str) -> dict[str, Any]:
     """``arbiter serve`` on the cluster with a small queue: a batch over it gets 429."""
-    import socket
     import subprocess
     import tempfile
-    import time
 
     import httpx
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     root = tempfile.mkdtemp(prefix="arbiter-ray-serve-")
     env = {
         **os.environ,
@@ -226,17 +223,11 @@ def http_back_pressure(address: str) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}"
     out: dict[str, Any] = {}
     try:
-        give_up = time.monotonic() + 90
-        while True:  # readiness of a process we started, not the behaviour under test
-            try:
-                if httpx.get(f"{url}/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > give_up or server.poll() is not None:
-                with open(f"{root}/serve.log") as f:
-                    raise RuntimeError(f.read()[-3000:])
-            time.sleep(0.2)
+        try:  # readiness of a process we started, not the behaviour under test
+            wait_ready(url, server, 90)
+        except RuntimeError as e:
+            with open(f"{root}/serve.log") as f:
+                raise RuntimeError(f"{e}: {f.read()[-3000:]}") from None
 
         def body(n: int) -> dict[str, Any]:
             samples = [
