@@ -41,7 +41,15 @@ from graders.code import ExtractedCode, blocks, extract_code
 from graders.sandbox.syntax import parse_module
 from graders.types import Sample
 
-__all__ = ["Program", "assemble_program", "clear_cache", "compiles", "program_of", "prompt_text"]
+__all__ = [
+    "Program",
+    "assemble_program",
+    "clear_cache",
+    "compiles",
+    "program_of",
+    "prompt_code",
+    "prompt_text",
+]
 
 _PYTHON_OR_UNTAGGED = frozenset({"", "python", "py", "python3", "py3"})
 
@@ -158,6 +166,19 @@ def _prompt_code(prompt: str) -> str | None:
         return prompt
     tagged = [b for b in blocks(prompt) if b.closed and b.tag in _PYTHON_OR_UNTAGGED]
     return tagged[-1].body if tagged else None
+
+
+def prompt_code(prompt: str) -> str | None:
+    """Return the code a prompt shows: the task's helpers are defined there.
+
+    The whole prompt when it parses, else its last Python block, closed or left
+    open for the completion (the caller keeps only whole definitions of it).
+    """
+    head = _prompt_code(prompt)
+    if head is not None:
+        return head
+    found = [b for b in blocks(prompt) if b.tag in _PYTHON_OR_UNTAGGED]
+    return found[-1].body if found else None
 
 
 def _prompt_body(prompt: str, response: str, entry_point: str | None) -> Program | None:

@@ -51,7 +51,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from graders.base import Grader, GraderConfig
-from graders.program import compiles, program_of
+from graders.program import compiles, program_of, prompt_code, prompt_text
 from graders.sandbox import (
     LAYERS,
     Channel,
@@ -70,7 +70,7 @@ from graders.sandbox import (
 )
 from graders.sandbox.pool import DEFAULT_LONG_AFTER_S, DEFAULT_WALL_FACTOR, REPORT_GRACE_S
 from graders.sandbox.suite_host import SuiteHost
-from graders.sandbox.suites import expected_test_ids, tally, tampering_signals
+from graders.sandbox.suites import declared_names, expected_test_ids, tally, tampering_signals
 from graders.types import (
     FailureKind,
     GradeResult,
@@ -261,9 +261,19 @@ def clear_plan_cache() -> None:
 
 
 @functools.lru_cache(maxsize=512)
-def _cached_plan(tests: str | tuple[str, ...], setup_code: str | None) -> CheckPlan:
+def _cached_plan(
+    tests: str | tuple[str, ...],
+    setup_code: str | None,
+    helpers: str | None,
+    entry_point: str | None,
+) -> CheckPlan:
     """Plan once per task: a GRPO group grades many responses against the same tests."""
-    return plan_function_tests(tests if isinstance(tests, str) else list(tests), setup_code)
+    return plan_function_tests(
+        tests if isinstance(tests, str) else list(tests),
+        setup_code,
+        helpers=helpers,
+        entry_point=entry_point,
+    )
 
 
 def _report_details(report: RunReport | None) -> dict[str, Any] | None:
@@ -431,11 +441,13 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 require_layers(self.pool.layers(), config.require_layers)
             except MissingLayersError as e:
                 return self.failed(FailureKind.SANDBOX_ERROR, str(e))
-        grade_kind = {
-            "python_function": self._grade_function,
+        helpers = prompt_code(prompt_text(sample)) if task.kind == "python_function" else None
+        kinds: dict[str, Callable[[str, TaskSpec, UnitTestsConfig], GradeResult]] = {
+            "python_function": functools.partial(self._grade_function, helpers=helpers),
             "stdin_stdout": self._grade_stdio,
             "pytest": self._grade_pytest,
-        }[task.kind]
+        }
+        grade_kind = kinds[task.kind]
         if config.reference_factor is not None and task.reference:
             limited = self._reference_limited(task, config)
             result = self._grade_retried(grade_kind, code, task, limited)
@@ -520,7 +532,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         message = f"loading the code took more than {config.timeout_s:g} s"
         return self._candidate_fault(FailureKind.TIMEOUT, message, config, details, violations)
 
-    def _grade_function(self, code: str, task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
+    def _grade_function(
+        self, code: str, task: TaskSpec, config: UnitTestsConfig, helpers: str | None = None
+    ) -> GradeResult:
         if not isinstance(task.tests, str) and not all(isinstance(t, str) for t in task.tests):
             return self.failed(
                 FailureKind.COLLECTION_ERROR, "python_function tests must be source text"
@@ -528,7 +542,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         tests: str | list[str] = task.tests  # type: ignore[assignment]
         try:
             key = tests if isinstance(tests, str) else tuple(tests)
-            plan = _cached_plan(key, task.setup_code)
+            plan = _cached_plan(key, task.setup_code, helpers, task.entry_point)
         except CheckPlanError as e:
             return self.failed(FailureKind.COLLECTION_ERROR, str(e))
         if plan.units == 0:
@@ -537,7 +551,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         outcomes: list[UnitOutcome] = []
         load_error: tuple[str, str] | None = None
         violations: list[Violation] = []
-        with self.pool.function_run(code, limits) as run:
+        with self.pool.function_run(code, limits, sorted(plan.declared)) as run:
             cap = max(limits.max_output_bytes, 1 << 20)
             channel = Channel(run.channel, run.deadline, max_bytes=cap)
             try:
@@ -689,11 +703,14 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         if not self.pool.config.pytest:
             raise SandboxError("this pool was started without pytest support")
         limits = config.limits()
+        declared = declared_names(sources, module)
         # The candidate loads in a confined child, as for a function task; the
         # tests run in the trusted pytest host against a proxy of its module.
-        with self.pool.function_run(code, limits) as run:
+        with self.pool.function_run(code, limits, declared) as run:
             cap = max(limits.max_output_bytes, 1 << 20)
-            suite = self.suites.run(sources, module, run.channel, run.deadline, max_bytes=cap)
+            suite = self.suites.run(
+                sources, module, run.channel, run.deadline, max_bytes=cap, declared=declared
+            )
         report = run.report
         broken = suite.broken
         if broken == "exited" and report is not None and report.cpu_limited:
@@ -746,8 +763,13 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         if suite.collect_errors or suite.status in (2, 3, 4):
             errors = ", ".join(suite.collect_errors)[:300]
             message = f"pytest could not collect the tests (status {suite.status}): {errors}"
-            return self._candidate_fault(
-                FailureKind.COLLECTION_ERROR, message, config, details, violations
+            if suite.collects_without_candidate:
+                # They collect with placeholders in the candidate's place: its
+                # module is what broke them, so it passes nothing.
+                details.update(failure_kind="setup_error", message=message, passed=0)
+                return self.scored(0.0, details=details, violations=tuple(violations))
+            return self.failed(
+                FailureKind.COLLECTION_ERROR, message, details=details, violations=tuple(violations)
             )
         score = score_outcomes(passed, len(expected), partial_credit=config.partial_credit)
         return self.scored(score, details=details, violations=tuple(violations))

@@ -28,6 +28,7 @@ __all__ = [
     "KernelError",
     "LandlockRuleset",
     "landlock_abi",
+    "mount_tmpfs",
     "no_new_privs",
     "seccomp_filter",
     "seccomp_install",
@@ -75,6 +76,13 @@ _libc.prctl.argtypes = [
     ctypes.c_ulong,
 ]
 _libc.unshare.argtypes = [ctypes.c_int]
+_libc.mount.argtypes = [
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_ulong,
+    ctypes.c_char_p,
+]
 _libc.sethostname.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
 
 
@@ -96,6 +104,27 @@ def _prctl(option: int, arg2: int = 0, arg3: int = 0, what: str = "prctl") -> in
 def unshare(flags: int) -> None:
     """Move the calling process into new namespaces (``unshare(2)``)."""
     _check(_libc.unshare(flags), "unshare")
+
+
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_NOEXEC = 8
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+
+
+def mount_tmpfs(target: str, options: str) -> None:
+    """Mount a tmpfs with ``options`` on ``target``, in this process's own mount namespace.
+
+    Every mount is made private first, so that nothing mounted here propagates
+    back to the host's namespace (the caller has unshared ``CLONE_NEWNS``).
+    """
+    _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(MS_PRIVATE)")
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    _check(
+        _libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, options.encode()),
+        f"mount(tmpfs on {target})",
+    )
 
 
 def sethostname(name: str) -> None:

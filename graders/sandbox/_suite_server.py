@@ -36,7 +36,13 @@ import pytest
 
 from graders.sandbox import _linux as kernel
 from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
-from graders.sandbox.proxy import Channel, ChannelBroken, LoadResult, candidate_exception_class
+from graders.sandbox.proxy import (
+    Channel,
+    ChannelBroken,
+    LoadResult,
+    Neutral,
+    candidate_exception_class,
+)
 
 #: Hardened flags: no conftest, no ini file, no cache, no plugin autoload (env),
 #: nothing above the tests directory is consulted.
@@ -90,22 +96,27 @@ class CandidateModule(types.ModuleType):
     __all__: list[str]
 
 
-def candidate_module(name: str, channel: Channel, load: LoadResult) -> CandidateModule:
+def candidate_module(
+    name: str, channel: Channel, load: LoadResult, declared: list[str]
+) -> CandidateModule:
     """Build the stand-in for the candidate's module from what loading it reported.
 
-    Functions and classes become handles (calls go to the sandbox); other
-    globals are fetched once, as data; the candidate's exception classes become
-    classes made here that derive from the same builtin exception, so that
-    ``pytest.raises(solution.Invalid)`` catches what the candidate raises.
-    Modules the candidate imported are left out: the tests import their own.
+    Only the ``declared`` names (what the tests import or read from the module)
+    are set, so ``from solution import *`` cannot replace a test's own imports or
+    builtins. Functions and classes become handles (calls go to the sandbox);
+    other globals are fetched once, as data; the candidate's exception classes
+    become classes made here that derive from the same builtin exception, so
+    that ``pytest.raises(solution.Invalid)`` catches what the candidate raises.
+    Modules the candidate imported are never imported here by their name.
     """
     module = CandidateModule(name)
     module.__file__ = f"<the candidate's {name}.py, in the sandbox>"
     exported = []
+    wanted = set(declared)
     for global_name, kind in load.names.items():
-        # The list comes from the candidate's process: a name that is not a plain
-        # identifier, or a dunder (``__class__``, ``__getattr__``), is not set here.
-        if kind.startswith("module:") or not global_name.isidentifier():
+        # The list comes from the candidate's process: only a declared plain
+        # identifier (never a dunder such as ``__getattr__``) is set here.
+        if global_name not in wanted or kind == "module" or not global_name.isidentifier():
             continue
         if global_name.startswith("__"):
             continue
@@ -120,6 +131,19 @@ def candidate_module(name: str, channel: Channel, load: LoadResult) -> Candidate
             setattr(module, global_name, channel.do("global", None, name=global_name))
         exported.append(global_name)
     module.__all__ = [n for n in exported if not n.startswith("_")]
+    return module
+
+
+def neutral_module(name: str, declared: list[str]) -> types.ModuleType:
+    """Return a stand-in whose declared names are all :class:`Neutral` placeholders.
+
+    Collecting the tests against it tells a task whose tests cannot even be
+    collected from a candidate whose module makes collection fail.
+    """
+    module = types.ModuleType(name)
+    for global_name in declared:
+        setattr(module, global_name, Neutral())
+    module.__all__ = list(declared)  # type: ignore[attr-defined]
     return module
 
 
@@ -205,12 +229,13 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int) -> None:
     try:
         load, report["load_error"] = _load(channel)
         name = str(request["module"])
+        declared = [str(n) for n in request.get("declared") or []]
         if load is None:
             failed = types.ModuleType(name)
             failed.__getattr__ = _LoadFailed(report["load_error"])  # type: ignore[method-assign]
             sys.modules[name] = failed
         else:
-            sys.modules[name] = candidate_module(name, channel, load)
+            sys.modules[name] = candidate_module(name, channel, load, declared)
         collector, guard = Collector(), ChannelGuard(channel)
         sys.dont_write_bytecode = True
         args = [*FLAGS, "--rootdir", tests_dir, "--confcutdir", tests_dir, tests_dir]
@@ -220,6 +245,9 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int) -> None:
             collected=collector.collected,
             collect_errors=collector.collect_errors,
         )
+        if collector.collect_errors and load is not None:
+            # Whose fault: the same files collected against placeholders.
+            report["collects_without_candidate"] = _collects(name, declared, tests_dir)
     except BaseException:
         # Building the module met a dead or garbled run, or a name list that the
         # module refuses (a forged load report): every test fails, and says why.
@@ -237,6 +265,20 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int) -> None:
         report["output_tail"] = os.pread(out, 2000, max(0, size - 2000)).decode(errors="replace")
     os.write(report_fd, (json.dumps(report) + "\n").encode())
     shutil.rmtree(root, ignore_errors=True)
+
+
+def _collects(name: str, declared: list[str], tests_dir: str) -> bool:
+    """Whether the test files collect when the candidate's names are placeholders."""
+    for loaded in [m for m in sys.modules if m.startswith("test_") or m.endswith("_test")]:
+        del sys.modules[loaded]
+    sys.modules[name] = neutral_module(name, declared)
+    collector = Collector()
+    args = [*FLAGS, "--collect-only", "--rootdir", tests_dir, "--confcutdir", tests_dir, tests_dir]
+    try:
+        pytest.main(args, plugins=[collector])
+    except BaseException:
+        return False
+    return not collector.collect_errors
 
 
 def _warm_up() -> None:

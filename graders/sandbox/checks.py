@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import importlib
 import sys
 import textwrap
@@ -34,6 +35,7 @@ from graders.sandbox.proxy import (
     ChannelBroken,
     LoadResult,
     Uncrossable,
+    candidate_exception_class,
 )
 from graders.sandbox.syntax import parse_module
 
@@ -93,8 +95,15 @@ class CheckPlan:
     statements: tuple[Statement, ...]
     #: The parameter name ``check`` receives the candidate under, if any.
     candidate_param: str | None
-    #: Names the tests read but never bind: candidates for proxies.
+    #: Names the tests read but never bind.
     free_names: frozenset[str]
+    #: The task's own helpers (from the prompt), run on the trusted side first.
+    helpers: tuple[Statement, ...] = ()
+    #: The candidate's names the tests may use: the entry point, or, when the
+    #: task declares none, the names the tests call that nothing else defines.
+    declared: frozenset[str] = frozenset()
+    #: Free names that are standard modules: the trusted side imports its own.
+    modules: frozenset[str] = frozenset()
 
     @property
     def units(self) -> int:
@@ -266,22 +275,69 @@ def _is_check_call(stmt: ast.stmt) -> bool:
     )
 
 
-def plan_function_tests(tests: str | list[str], setup_code: str | None = None) -> CheckPlan:
+def plan_function_tests(
+    tests: str | list[str],
+    setup_code: str | None = None,
+    *,
+    helpers: str | None = None,
+    entry_point: str | None = None,
+) -> CheckPlan:
     """Split the tests into setup and per-assert units (see :func:`_plan`)."""
     with warnings.catch_warnings():
         # Dataset tests carry invalid escapes ("\w") that Python only warns about.
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", SyntaxWarning)
-        return _plan(tests, setup_code)
+        return _plan(tests, setup_code, helpers, entry_point)
 
 
-def _plan(tests: str | list[str], setup_code: str | None) -> CheckPlan:
+#: Top-level statements of a prompt's code that are the task's helpers.
+_HELPER_STATEMENTS = (
+    ast.Import,
+    ast.ImportFrom,
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.Assign,
+    ast.AnnAssign,
+)
+
+
+def _helper_tree(code: str | None) -> list[ast.stmt]:
+    """Return the statements of the prompt's code that define the task's helpers.
+
+    A prompt whose code ends inside an unfinished definition (a fence left open
+    for the completion) is cut before that definition.
+    """
+    if not code or not code.strip():
+        return []
+    try:
+        body = parse_module(code).body
+    except SyntaxError:
+        lines = code.splitlines()
+        starts = [
+            i for i, line in enumerate(lines) if line.startswith(("def ", "async def ", "class "))
+        ]
+        if not starts:
+            return []
+        try:
+            body = parse_module("\n".join(lines[: starts[-1]])).body
+        except SyntaxError:
+            return []
+    return [stmt for stmt in body if isinstance(stmt, _HELPER_STATEMENTS)]
+
+
+def _plan(
+    tests: str | list[str], setup_code: str | None, helpers: str | None, entry_point: str | None
+) -> CheckPlan:
     """Split the tests into setup and per-assert units.
 
     Args:
         tests: a module defining ``check(candidate)`` (HumanEval), or a list of
             assert statements (MBPP), or a module of top-level asserts.
         setup_code: statements to run before the tests (MBPP's ``test_setup_code``).
+        helpers: the code the task's prompt shows: its definitions other than
+            the entry point (HumanEval's ``encode_cyclic``) run on the trusted side.
+        entry_point: the candidate's function the tests call, when the task names it.
 
     Raises:
         CheckPlanError: the tests do not parse.
@@ -295,7 +351,18 @@ def _plan(tests: str | list[str], setup_code: str | None) -> CheckPlan:
         raise CheckPlanError(f"the tests do not parse: {e}") from e
     # Every statement is walked once, when it is compiled; what the walks find
     # adds up to what the whole tests read and bind.
-    seen, setup_seen = _Seen(), _Seen()
+    seen, setup_seen, helper_seen = _Seen(), _Seen(), _Seen()
+    # The task's helpers, never the candidate's definition of the entry point.
+    helper_stmts = [
+        stmt
+        for stmt in _helper_tree(helpers)
+        if not (_defined_name(stmt) == entry_point and entry_point is not None)
+    ]
+    helper_source = helpers or ""
+    try:
+        helper_code = _compile(helper_stmts, helper_source, helper_seen, as_units=False)
+    except (SyntaxError, ValueError):
+        helper_code = ()
     prelude = list(_compile(setup_tree.body, setup, setup_seen, as_units=False))
     check = next(
         (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None
@@ -329,20 +396,58 @@ def _plan(tests: str | list[str], setup_code: str | None) -> CheckPlan:
             statements = (
                 Statement(check.lineno, "check(...) (run whole)", statements[0].code, True),
             )
-    # Builtin names stay builtins unless they are what an assert tests (MBPP's
-    # ``sum`` task): a candidate must not redefine ``set`` or ``sorted`` to
-    # bend the test's own comparisons.
-    free = (
-        (seen.loaded | setup_seen.loaded)
-        - seen.bound
-        - setup_seen.bound
-        - (_BUILTIN_NAMES - _tested(seen.asserts))
-    )
+    free = (seen.loaded | setup_seen.loaded) - seen.bound - setup_seen.bound
     free.discard(param or "")
-    return CheckPlan(tuple(prelude), statements, param, frozenset(free))
+    helper_names = _top_level_names(helper_stmts)
+    modules = {n for n in free - helper_names - _BUILTIN_NAMES if _is_stdlib_module(n)}
+    if entry_point is not None:
+        declared = {entry_point}
+    else:
+        # No entry point declared (MBPP): the names the tests read that neither
+        # they, the task's helpers, the builtins nor the standard modules define.
+        declared = free - helper_names - _BUILTIN_NAMES - modules
+        if not declared:
+            # A task whose function is named like a builtin (MBPP's ``sum``): the
+            # builtin an assert applies to plain data is the subject, and only then.
+            declared = _tested(seen.asserts) & free
+    return CheckPlan(
+        tuple(prelude),
+        statements,
+        param,
+        frozenset(free),
+        helpers=helper_code,
+        declared=frozenset(declared),
+        modules=frozenset(modules),
+    )
 
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+
+
+def _defined_name(stmt: ast.stmt) -> str | None:
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return stmt.name
+    return None
+
+
+def _top_level_names(stmts: list[ast.stmt]) -> set[str]:
+    """Return the names a list of top-level statements binds."""
+    names: set[str] = set()
+    for stmt in stmts:
+        defined = _defined_name(stmt)
+        if defined is not None:
+            names.add(defined)
+        elif isinstance(stmt, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in stmt.names)
+        else:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
+            for target in targets:
+                names.update(n.id for n in _walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def _is_stdlib_module(name: str) -> bool:
+    return name in sys.stdlib_module_names and name not in _NEVER_IMPORT
 
 
 def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Channel) -> UnitOutcome:
@@ -353,7 +458,7 @@ def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Chann
         exec(stmt.code, namespace)
     except CandidateError as e:
         # Before AssertionError: the candidate's own AssertionError is its error.
-        limit = e.type_name == "MemoryError"  # RLIMIT_AS: the run hit its memory limit
+        limit = e.builtin == "MemoryError"  # RLIMIT_AS: the run hit its memory limit
         text = f"{e.type_name}: {e.message}"
         outcome, error = ("memory_limit" if limit else "runtime_error"), text[:500]
     except AssertionError as e:
@@ -385,13 +490,47 @@ _NEVER_IMPORT = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle"
 
 
 def _stdlib_module(name: str) -> ModuleType | None:
-    top = name.split(".", 1)[0]
-    if top not in sys.stdlib_module_names or top in _NEVER_IMPORT:
+    """Import a standard module a test names (the test's name, never the candidate's)."""
+    if not _is_stdlib_module(name):
         return None
     try:
         return importlib.import_module(name)
-    except ImportError:
+    except BaseException:
         return None
+
+
+def _bind_candidate(
+    plan: CheckPlan, channel: Channel, load: LoadResult, namespace: dict[str, object]
+) -> None:
+    """Bind the declared names the candidate defined: functions and classes as proxies.
+
+    Nothing else of the candidate's module is visible: a test's helpers and
+    builtins are the trusted side's own, whatever the candidate defines.
+    """
+    for name in sorted(plan.declared):
+        kind = load.names.get(name, "")
+        if kind in ("callable", "class"):
+            namespace[name] = CandidateFunction(channel, name)
+        elif kind.startswith("exception:"):
+            found = getattr(builtins, kind.removeprefix("exception:"), None)
+            if not (isinstance(found, type) and issubclass(found, Exception)):
+                found = Exception
+            cls = candidate_exception_class(found, name)
+            channel.exceptions[name] = cls
+            namespace[name] = cls
+        elif kind == "value":
+            namespace[name] = channel.do("global", None, name=name)
+
+
+def _setup_failed(plan: CheckPlan, failed: UnitOutcome) -> list[UnitOutcome]:
+    """Every unit fails: setup that failed with the candidate's code loaded is its fault."""
+    reason = f"test setup failed at line {failed.line}: {failed.error}"[:500]
+    units = [
+        UnitOutcome(stmt.line, stmt.source, "setup_error", reason)
+        for stmt in plan.statements
+        if stmt.is_unit
+    ]
+    return units or [dataclasses.replace(failed, outcome="setup_error")]
 
 
 def run_plan(
@@ -399,26 +538,43 @@ def run_plan(
 ) -> list[UnitOutcome]:
     """Run every statement against the loaded candidate; one outcome per unit or failed setup.
 
+    A setup statement that fails after the candidate was reached (a call, a
+    global read) fails every unit: the failure happens only with the
+    candidate's code loaded. One that fails without touching it is the task's.
+
     Raises:
-        CheckPlanError: the tests' own module-level setup failed.
+        CheckPlanError: the task's own helpers or setup failed, the candidate untouched.
     """
     namespace: dict[str, object] = {"__builtins__": builtins, "__name__": "__arbiter_tests__"}
-    for name in plan.free_names:
-        kind = load.names.get(name, "")
-        if kind == "callable":
-            namespace[name] = CandidateFunction(channel, name)
-        elif kind.startswith("module:"):
-            # Tests may lean on the candidate's imports (MBPP: ``sys.getsizeof``);
-            # only a standard-library module is imported here, never candidate code.
-            module = _stdlib_module(kind.removeprefix("module:"))
-            if module is not None:
-                namespace[name] = module
+    for name in plan.modules:
+        module = _stdlib_module(name)
+        if module is not None:
+            namespace[name] = module
+    for stmt in plan.helpers:
+        result = _run_statement(stmt, namespace, channel)
+        if not result.passed:
+            raise CheckPlanError(f"the task's helpers failed at line {stmt.line}: {result.error}")
+    before = channel.requests
+    try:
+        _bind_candidate(plan, channel, load, namespace)
+    except ChannelBroken as e:
+        return _setup_failed(plan, UnitOutcome(0, "(the candidate's globals)", e.reason, e.detail))  # type: ignore[arg-type]
+    except (CandidateError, Uncrossable) as e:
+        return _setup_failed(
+            plan, UnitOutcome(0, "(the candidate's globals)", "runtime_error", str(e))
+        )
     if plan.candidate_param and entry_point:
         namespace[plan.candidate_param] = CandidateFunction(channel, entry_point)
+    touched = channel.requests > before
     for stmt in plan.prelude:
+        calls = channel.requests
         result = _run_statement(stmt, namespace, channel)
-        if not result.passed and not channel.events:
-            raise CheckPlanError(f"test setup failed at line {stmt.line}: {result.error}")
+        touched = touched or channel.requests > calls
+        if result.passed:
+            continue
+        if touched or channel.events:
+            return _setup_failed(plan, result)
+        raise CheckPlanError(f"test setup failed at line {stmt.line}: {result.error}")
     channel.send_ahead(_calls_ahead(plan, namespace))
     outcomes: list[UnitOutcome] = []
     for stmt in plan.statements:

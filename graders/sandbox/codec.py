@@ -4,12 +4,12 @@ Pickle is out: unpickling runs code chosen by whoever wrote the bytes, and the
 bytes come from the candidate. Plain JSON is out too: it turns tuples into
 lists and cannot carry sets, bytes, non-string keys or inf/nan, so comparisons
 would change meaning. Here every container carries a one-key tag and decoding
-builds exact builtin types only, so a candidate's object (say, one whose
-``__eq__`` always returns True) cannot reach the trusted side: the candidate
-can only send data, and data compares honestly.
+builds exact builtin (or standard-library) types only, so a candidate's object
+(say, one whose ``__eq__`` always returns True) cannot reach the trusted side:
+the candidate can only send data, and data compares honestly.
 
-Scalars: ``None``, ``bool``, ``int``, ``str`` and finite ``float`` are JSON
-natives. Everything else is ``{tag: payload}``:
+Scalars: ``None``, ``bool``, ``str``, finite ``float`` and ``int`` below 2**63
+are JSON natives. Everything else is ``{tag: payload}``:
 
 ==========  =================================================
 ``l``       list: ``[items]``
@@ -21,14 +21,31 @@ natives. Everything else is ``{tag: payload}``:
 ``ba``      bytearray: base64 text
 ``f``       non-finite float: ``"inf"``, ``"-inf"`` or ``"nan"``
 ``c``       complex: ``[real, imag]`` (each a float, tagged if non-finite)
+``i``       a large int: signed hex text (never decimal: no int-to-str limit applies)
+``rg``      range: ``[start, stop, step]``
+``dq``      collections.deque: ``[[items], maxlen]``
+``dec``     decimal.Decimal: its text
+``fr``      fractions.Fraction: ``[numerator, denominator]``
+``it``      an iterator the standard library built (a generator, ``map``, ...):
+            its items, consumed on the sending side; decoded as an iterator
 ``bt``      a builtin type by name (``int``, ``str``, ...), for tests passing types
 ``r``       a handle to an object that stays in the sandbox (see ``refs``)
+``o``       an opaque handle: a value the trusted side may only pass back
+``m``       a shared mutable container: ``[n, tagged payload]`` (see :class:`Sharing`)
+``ma``      the shared mutable container number ``n`` again (an alias)
 ==========  =================================================
+
+Shared containers let a call follow Python's semantics for its arguments: the
+trusted side numbers every list, dict, set and bytearray in the arguments it
+sends; the sandbox sends back the new contents of those the candidate changed,
+and refers to them by number wherever a result holds them, so the test sees
+the candidate's mutations, and a returned argument is the very object it passed.
 
 The encoder accepts subclasses of the builtin types (``Counter``, a
 namedtuple, an ``int`` subclass) and sends their base-type data: a subclass's
 overridden ``__eq__`` is lost on the way, which is the point. Only the decoder
-has to be strict, and it is: it builds exact builtin types and nothing else.
+has to be strict, and it is: it builds exact types and nothing else, within
+size limits (:data:`MAX_DEPTH`, :data:`MAX_INT_HEX_DIGITS`, :data:`MAX_ITEMS`).
 
 Only this module's stdlib imports are used, so the sandbox side can use it
 after it has lost read access to the interpreter's files.
@@ -38,16 +55,38 @@ from __future__ import annotations
 
 import base64
 import binascii
+import collections
+import decimal
+import fractions
+import itertools
 import json
 import json.encoder
 import math
+import types
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["DecodeError", "EncodeError", "decode", "dumps", "encode", "loads"]
+__all__ = [
+    "DecodeError",
+    "EncodeError",
+    "Sharing",
+    "decode",
+    "decode_into",
+    "dumps",
+    "encode",
+    "encode_contents",
+    "loads",
+]
 
 #: Nesting deeper than this is refused on both sides (no recursion bombs).
 MAX_DEPTH = 100
+#: The largest int that crosses: 2**(4 * this) (some 1.2 million decimal digits).
+MAX_INT_HEX_DIGITS = 1 << 18
+#: The most items an iterator may yield before it is refused (an endless generator).
+MAX_ITEMS = 1 << 20
+#: Ints from here on cross as hex text: JSON readers lose precision past 2**53,
+#: and Python's own refuse decimal text past 4,300 digits.
+_BIG = 1 << 63
 
 
 class EncodeError(TypeError):
@@ -58,75 +97,214 @@ class DecodeError(ValueError):
     """Bytes that are not a well-formed encoding: a garbled or forged message."""
 
 
+#: Exact types of mutable containers that :class:`Sharing` numbers.
+_MUTABLE = (list, dict, set, bytearray)
+
+
+class Sharing:
+    """The mutable containers of one call's arguments, by number.
+
+    The trusted side encodes a call's arguments with a fresh ``Sharing(grow=True)``:
+    every exact list, dict, set and bytearray met is numbered (``m``), and met
+    again is an alias (``ma``). The sandbox decodes them into ``objects`` in the
+    same order, then encodes the call's result, and the new contents of the
+    arguments, with ``Sharing(grow=False)`` over those objects: a container it
+    received is sent as its number, so that the trusted side resolves it to its
+    own original object.
+    """
+
+    def __init__(self, objects: list[Any] | None = None, *, grow: bool) -> None:
+        self.objects: list[Any] = objects if objects is not None else []
+        self.grow = grow
+        self._index = {id(o): n for n, o in enumerate(self.objects)}
+
+    def number(self, value: Any) -> int | None:
+        """Return the container's number if it is shared already."""
+        return self._index.get(id(value))
+
+    def add(self, value: Any) -> int:
+        """Number a new container."""
+        n = len(self.objects)
+        self.objects.append(value)
+        self._index[id(value)] = n
+        return n
+
+
 def _float(x: float) -> Any:
     if math.isfinite(x):
         return x
     return {"f": "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")}
 
 
+def _int(x: int) -> Any:
+    if -_BIG < x < _BIG:
+        return x
+    text = hex(x)
+    if len(text) > MAX_INT_HEX_DIGITS + 3:
+        raise EncodeError(f"an int of {x.bit_length()} bits is too large to cross")
+    return {"i": text}
+
+
+_ITERATOR_TYPES = frozenset(
+    {
+        types.GeneratorType,
+        map,
+        filter,
+        zip,
+        enumerate,
+        reversed,
+        type(iter([])),
+        type(reversed([])),
+        type(iter(())),
+        type(iter(set())),
+        type(iter("")),
+        type(iter(b"")),
+        type(iter(bytearray())),
+        type(iter(range(0))),
+        type(iter(range(1 << 70))),
+        type(iter({})),
+        type(iter({}.values())),
+        type(iter({}.items())),
+        type(iter(collections.deque())),
+    }
+)
+
+
+def _is_iterator(t: type) -> bool:
+    return t in _ITERATOR_TYPES or t.__module__ == "itertools"
+
+
+def _consume(value: Any) -> list[Any]:
+    items = list(itertools.islice(value, MAX_ITEMS + 1))
+    if len(items) > MAX_ITEMS:
+        raise EncodeError(f"an iterator yielded more than {MAX_ITEMS} items")
+    return items
+
+
+class _Encoder:
+    """One encoding pass: the options stay put while the value is walked."""
+
+    __slots__ = ("inspect", "refs", "sharing")
+
+    def __init__(
+        self,
+        refs: Callable[[Any], Any] | None,
+        inspect: Callable[[Any], None] | None,
+        sharing: Sharing | None,
+    ) -> None:
+        self.refs = refs
+        self.inspect = inspect
+        self.sharing = sharing
+
+    def contents(self, value: Any, d: int) -> Any:
+        """Encode a shared container's own contents (never as its number)."""
+        t = type(value)
+        if t is list:
+            return {"l": [self.value(v, d) for v in value]}
+        if t is dict:
+            return {"d": [[self.value(k, d), self.value(v, d)] for k, v in value.items()]}
+        if t is set:
+            return {"s": [self.value(v, d) for v in value]}
+        return {"ba": base64.b64encode(bytes(value)).decode("ascii")}
+
+    def value(self, value: Any, depth: int) -> Any:
+        """Encode ``value`` at nesting level ``depth``."""
+        if depth > MAX_DEPTH:
+            raise EncodeError("value nested too deeply")
+        t = type(value)
+        if value is None or t is bool or t is str:
+            return value
+        if t is int:
+            return _int(value)
+        if t is float:
+            return _float(value)
+        d = depth + 1
+        sharing = self.sharing
+        if sharing is not None and t in _MUTABLE:
+            n = sharing.number(value)
+            if n is not None:
+                return {"ma": n}
+            if sharing.grow:
+                return {"m": [sharing.add(value), self.contents(value, d)]}
+        if self.inspect is not None and t not in _EXACT_CONTAINERS:
+            self.inspect(value)
+        # Exact types first (the common case), then subclasses as their base type.
+        if isinstance(value, bool):
+            return bool(value)
+        if isinstance(value, int):
+            return _int(int.__index__(value))
+        if isinstance(value, str):
+            return str.__str__(value)
+        if isinstance(value, float):
+            return _float(float.__float__(value))
+        if isinstance(value, list):
+            return {"l": [self.value(v, d) for v in list.__iter__(value)]}
+        if isinstance(value, tuple):
+            return {"t": [self.value(v, d) for v in tuple.__iter__(value)]}
+        if isinstance(value, set):
+            return {"s": [self.value(v, d) for v in set.__iter__(value)]}
+        if isinstance(value, frozenset):
+            return {"fs": [self.value(v, d) for v in frozenset.__iter__(value)]}
+        if isinstance(value, dict):
+            return {"d": [[self.value(k, d), self.value(v, d)] for k, v in dict.items(value)]}
+        if isinstance(value, bytes):
+            return {"b": base64.b64encode(bytes(value)).decode("ascii")}
+        if isinstance(value, bytearray):
+            return {"ba": base64.b64encode(bytes(value)).decode("ascii")}
+        if isinstance(value, complex):
+            return {"c": [_float(value.real), _float(value.imag)]}
+        if t is range:
+            return {"rg": [_int(value.start), _int(value.stop), _int(value.step)]}
+        if t is collections.deque:
+            return {"dq": [[self.value(v, d) for v in list(value)], value.maxlen]}
+        if t is decimal.Decimal:
+            return {"dec": str(value)}
+        if t is fractions.Fraction:
+            return {"fr": [_int(value.numerator), _int(value.denominator)]}
+        if _is_iterator(t):
+            return {"it": [self.value(v, d) for v in _consume(value)]}
+        if t is type and value in _BUILTIN_TYPES.values():
+            return {"bt": value.__name__}
+        if self.refs is not None:
+            handle = self.refs(value)
+            if type(handle) is tuple:
+                return {handle[0]: handle[1]}
+            return {"r": handle}
+        raise EncodeError(f"a value of type {t.__name__} cannot cross the sandbox boundary")
+
+
 def encode(
     value: Any,
     depth: int = 0,
-    refs: Callable[[Any], int] | None = None,
+    refs: Callable[[Any], Any] | None = None,
     inspect: Callable[[Any], None] | None = None,
+    sharing: Sharing | None = None,
 ) -> Any:
     """Turn ``value`` into JSON-ready data.
 
     Args:
         value: what to send.
-        depth: nesting level (internal).
-        refs: for a value with no encoding, return a handle that stands for it
-            (``{"r": handle}``); without it such a value raises :class:`EncodeError`.
+        depth: nesting level to start at.
+        refs: for a value with no encoding, return a handle that stands for it:
+            an int (``{"r": handle}``) or a ``(tag, handle)`` pair (``"r"`` or
+            ``"o"``); without it such a value raises :class:`EncodeError`.
         inspect: called with every value whose type is not an exact builtin one
             (a subclass sent as its base type's data, or an object sent as a
             handle) before it is encoded: the sandbox side looks there for
             values built to deceive a comparison.
+        sharing: the call's shared mutable containers (see :class:`Sharing`).
     """
-    if depth > MAX_DEPTH:
-        raise EncodeError("value nested too deeply")
-    t = type(value)
-    if value is None or t is bool or t is int or t is str:
-        return value
-    if t is float:
-        return _float(value)
-    if inspect is not None and t not in _EXACT_CONTAINERS:
-        inspect(value)
-    d = depth + 1
-    # Exact types first (the common case), then subclasses as their base type.
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int.__index__(value)
-    if isinstance(value, str):
-        return str.__str__(value)
-    if isinstance(value, float):
-        return _float(float.__float__(value))
-    if isinstance(value, list):
-        return {"l": [encode(v, d, refs, inspect) for v in list.__iter__(value)]}
-    if isinstance(value, tuple):
-        return {"t": [encode(v, d, refs, inspect) for v in tuple.__iter__(value)]}
-    if isinstance(value, set):
-        return {"s": [encode(v, d, refs, inspect) for v in set.__iter__(value)]}
-    if isinstance(value, frozenset):
-        return {"fs": [encode(v, d, refs, inspect) for v in frozenset.__iter__(value)]}
-    if isinstance(value, dict):
-        return {
-            "d": [
-                [encode(k, d, refs, inspect), encode(v, d, refs, inspect)]
-                for k, v in dict.items(value)
-            ]
-        }
-    if isinstance(value, bytes):
-        return {"b": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, bytearray):
-        return {"ba": base64.b64encode(bytes(value)).decode("ascii")}
-    if isinstance(value, complex):
-        return {"c": [_float(value.real), _float(value.imag)]}
-    if t is type and value in _BUILTIN_TYPES.values():
-        return {"bt": value.__name__}
-    if refs is not None:
-        return {"r": refs(value)}
-    raise EncodeError(f"a value of type {t.__name__} cannot cross the sandbox boundary")
+    return _Encoder(refs, inspect, sharing).value(value, depth)
+
+
+def encode_contents(
+    value: Any,
+    sharing: Sharing,
+    refs: Callable[[Any], Any] | None = None,
+    inspect: Callable[[Any], None] | None = None,
+) -> Any:
+    """Encode a shared container's contents, its items shared as in :func:`encode`."""
+    return _Encoder(refs, inspect, sharing).contents(value, 1)
 
 
 _EXACT_CONTAINERS = frozenset({list, tuple, set, frozenset, dict, bytes, bytearray, complex})
@@ -135,12 +313,6 @@ _BUILTIN_TYPES: dict[str, type] = {
     t.__name__: t
     for t in (int, float, str, bool, bytes, bytearray, list, tuple, dict, set, frozenset, complex)
 }
-
-
-def _items(payload: Any, depth: int, refs: Callable[[int], Any] | None) -> list[Any]:
-    if type(payload) is not list:
-        raise DecodeError("container payload is not a list")
-    return [decode(v, depth + 1, refs) for v in payload]
 
 
 def _b64(payload: Any) -> bytes:
@@ -152,64 +324,191 @@ def _b64(payload: Any) -> bytes:
         raise DecodeError(f"bad base64: {e}") from None
 
 
-def decode(data: Any, depth: int = 0, refs: Callable[[int], Any] | None = None) -> Any:
-    """Rebuild a value from :func:`encode`'s output; anything else raises :class:`DecodeError`.
+def _hex_int(payload: Any) -> int:
+    if type(payload) is not str or len(payload) > MAX_INT_HEX_DIGITS + 3:
+        raise DecodeError("bad large int")
+    digits = payload[1:] if payload.startswith("-") else payload
+    if not (digits.startswith("0x") and len(digits) > 2 and _HEX.issuperset(digits[2:])):
+        raise DecodeError("bad large int")
+    return int(payload, 16)
 
-    ``refs`` turns a handle (``{"r": n}``) back into what it stands for; without
-    it a handle is a DecodeError.
-    """
-    if depth > MAX_DEPTH:
-        raise DecodeError("value nested too deeply")
-    t = type(data)
-    if data is None or t is bool or t is int or t is str or t is float:
-        return data
-    if t is not dict or len(data) != 1:
-        raise DecodeError(f"untagged {t.__name__} in an encoded value")
-    ((tag, payload),) = data.items()
-    try:
-        if tag == "l":
-            return _items(payload, depth, refs)
-        if tag == "t":
-            return tuple(_items(payload, depth, refs))
-        if tag == "s":
-            return set(_items(payload, depth, refs))
-        if tag == "fs":
-            return frozenset(_items(payload, depth, refs))
-        if tag == "d":
+
+_HEX = frozenset("0123456789abcdef")
+
+
+class _Decoder:
+    """One decoding pass, with the handle resolver and the shared containers."""
+
+    __slots__ = ("refs", "shared")
+
+    def __init__(self, refs: Callable[[Any], Any] | None, shared: Sharing | None) -> None:
+        self.refs = refs
+        self.shared = shared
+
+    def items(self, payload: Any, depth: int) -> list[Any]:
+        if type(payload) is not list:
+            raise DecodeError("container payload is not a list")
+        return [self.value(v, depth + 1) for v in payload]
+
+    def fill(self, target: Any, data: Any, depth: int) -> None:
+        """Decode a container's tagged contents into ``target`` (an empty list, dict or set)."""
+        if type(data) is not dict or len(data) != 1:
+            raise DecodeError("a shared container's contents are not tagged")
+        ((tag, payload),) = data.items()
+        t = type(target)
+        if t is list and tag == "l":
+            target.extend(self.items(payload, depth))
+        elif t is set and tag == "s":
+            target.update(self.items(payload, depth))
+        elif t is dict and tag == "d":
             if type(payload) is not list:
                 raise DecodeError("dict payload is not a list")
-            out: dict[Any, Any] = {}
             for pair in payload:
                 if type(pair) is not list or len(pair) != 2:
                     raise DecodeError("dict item is not a [key, value] pair")
-                out[decode(pair[0], depth + 1, refs)] = decode(pair[1], depth + 1, refs)
-            return out
-    except TypeError as e:  # an unhashable set member or dict key
-        raise DecodeError(str(e)) from None
-    if tag == "b":
-        return _b64(payload)
-    if tag == "ba":
-        return bytearray(_b64(payload))
-    if tag == "f":
-        if type(payload) is not str or payload not in _NONFINITE:
-            raise DecodeError("bad non-finite float")
-        return _NONFINITE[payload]
-    if tag == "r":
-        if refs is None or type(payload) is not int:
-            raise DecodeError("unexpected object handle")
-        return refs(payload)
-    if tag == "bt":
-        if type(payload) is not str or payload not in _BUILTIN_TYPES:
-            raise DecodeError("unknown builtin type")
-        return _BUILTIN_TYPES[payload]
-    if tag == "c":
-        if type(payload) is not list or len(payload) != 2:
-            raise DecodeError("complex payload is not [real, imag]")
-        parts = [decode(p, depth + 1) for p in payload]
-        if not all(type(p) is float for p in parts):
-            raise DecodeError("complex parts must be floats")
-        return complex(parts[0], parts[1])
-    raise DecodeError(f"unknown tag {tag!r}")
+                target[self.value(pair[0], depth + 1)] = self.value(pair[1], depth + 1)
+        elif t is bytearray and tag == "ba":
+            target.extend(_b64(payload))
+        else:
+            raise DecodeError(f"shared {t.__name__} with contents tagged {tag!r}")
+
+    def value(self, data: Any, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise DecodeError("value nested too deeply")
+        t = type(data)
+        if data is None or t is bool or t is int or t is str or t is float:
+            return data
+        if t is not dict or len(data) != 1:
+            raise DecodeError(f"untagged {t.__name__} in an encoded value")
+        ((tag, payload),) = data.items()
+        try:
+            if tag == "l":
+                return self.items(payload, depth)
+            if tag == "t":
+                return tuple(self.items(payload, depth))
+            if tag == "s":
+                return set(self.items(payload, depth))
+            if tag == "fs":
+                return frozenset(self.items(payload, depth))
+            if tag == "d":
+                out: dict[Any, Any] = {}
+                self.fill(out, data, depth)
+                return out
+            if tag == "it":
+                return iter(self.items(payload, depth))
+            if tag == "dq":
+                if type(payload) is not list or len(payload) != 2:
+                    raise DecodeError("deque payload is not [items, maxlen]")
+                maxlen = payload[1]
+                if maxlen is not None and (type(maxlen) is not int or maxlen < 0):
+                    raise DecodeError("bad deque maxlen")
+                return collections.deque(self.items(payload[0], depth), maxlen)
+            if tag == "m":
+                return self.shared_new(payload, depth)
+        except TypeError as e:  # an unhashable set member or dict key
+            raise DecodeError(str(e)) from None
+        return self.scalar(tag, payload, depth)
+
+    def shared_new(self, payload: Any, depth: int) -> Any:
+        shared = self.shared
+        if shared is None or not shared.grow:
+            raise DecodeError("a shared container where none is expected")
+        if type(payload) is not list or len(payload) != 2 or payload[0] != len(shared.objects):
+            raise DecodeError("shared containers out of order")
+        contents = payload[1]
+        if type(contents) is not dict or len(contents) != 1:
+            raise DecodeError("a shared container's contents are not tagged")
+        tag = next(iter(contents))
+        empty = {"l": list, "d": dict, "s": set, "ba": bytearray}.get(tag)
+        if empty is None:
+            raise DecodeError(f"a shared container cannot be tagged {tag!r}")
+        target = empty()
+        shared.add(target)  # before its items: a list may hold itself
+        self.fill(target, contents, depth)
+        return target
+
+    def scalar(self, tag: str, payload: Any, depth: int) -> Any:
+        if tag == "b":
+            return _b64(payload)
+        if tag == "ba":
+            return bytearray(_b64(payload))
+        if tag == "f":
+            if type(payload) is not str or payload not in _NONFINITE:
+                raise DecodeError("bad non-finite float")
+            return _NONFINITE[payload]
+        if tag == "i":
+            return _hex_int(payload)
+        if tag in ("r", "o"):
+            if self.refs is None or type(payload) is not int:
+                raise DecodeError("unexpected object handle")
+            return self.refs((tag, payload)) if tag == "o" else self.refs(payload)
+        if tag == "ma":
+            shared = self.shared
+            if shared is None or type(payload) is not int or not 0 <= payload < len(shared.objects):
+                raise DecodeError("an alias of no shared container")
+            return shared.objects[payload]
+        if tag == "bt":
+            if type(payload) is not str or payload not in _BUILTIN_TYPES:
+                raise DecodeError("unknown builtin type")
+            return _BUILTIN_TYPES[payload]
+        if tag == "c":
+            if type(payload) is not list or len(payload) != 2:
+                raise DecodeError("complex payload is not [real, imag]")
+            parts = [self.value(p, depth + 1) for p in payload]
+            if not all(type(p) is float for p in parts):
+                raise DecodeError("complex parts must be floats")
+            return complex(parts[0], parts[1])
+        if tag == "rg":
+            if type(payload) is not list or len(payload) != 3:
+                raise DecodeError("range payload is not [start, stop, step]")
+            bounds = [self.value(p, depth + 1) for p in payload]
+            if not all(type(b) is int for b in bounds) or bounds[2] == 0:
+                raise DecodeError("bad range")
+            return range(*bounds)
+        if tag == "dec":
+            if type(payload) is not str or len(payload) > MAX_INT_HEX_DIGITS:
+                raise DecodeError("bad decimal")
+            try:
+                return decimal.Decimal(payload)
+            except (decimal.InvalidOperation, ValueError):
+                raise DecodeError("bad decimal") from None
+        if tag == "fr":
+            if type(payload) is not list or len(payload) != 2:
+                raise DecodeError("fraction payload is not [numerator, denominator]")
+            num, den = (self.value(p, depth + 1) for p in payload)
+            if type(num) is not int or type(den) is not int or den <= 0:
+                raise DecodeError("bad fraction")
+            return fractions.Fraction(num, den)
+        raise DecodeError(f"unknown tag {tag!r}")
+
+
+def decode(
+    data: Any,
+    depth: int = 0,
+    refs: Callable[[Any], Any] | None = None,
+    shared: Sharing | None = None,
+) -> Any:
+    """Rebuild a value from :func:`encode`'s output; anything else raises :class:`DecodeError`.
+
+    ``refs`` turns a handle back into what it stands for: it gets the int of an
+    ``r`` handle, or the pair ``("o", n)`` for an opaque one; without it a
+    handle is a DecodeError. ``shared`` resolves shared containers (``m``,
+    ``ma``; see :class:`Sharing`).
+    """
+    return _Decoder(refs, shared).value(data, depth)
+
+
+def decode_into(
+    target: Any, data: Any, shared: Sharing, refs: Callable[[Any], Any] | None = None
+) -> None:
+    """Replace the contents of the shared container ``target`` with decoded ``data``, in place."""
+    fresh = type(target)()
+    _Decoder(refs, shared).fill(fresh, data, 1)
+    if type(target) is dict or type(target) is set:
+        target.clear()
+        target.update(fresh)
+    else:
+        target[:] = fresh
 
 
 def dumps(message: Any) -> bytes:

@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.sandbox import codec
 from graders.sandbox.errors import SandboxError
 from graders.sandbox.frames import (
     CONTROL_MAX_BYTES,
@@ -297,8 +296,10 @@ class RunReport:
         return self.signal == signal.SIGSYS
 
     @classmethod
-    def parse(cls, message: dict[str, Any]) -> RunReport:
-        """Build a report from the zygote's ``done`` message."""
+    def parse(cls, message: dict[str, Any], stdout: int, stderr: int, cap: int) -> RunReport:
+        """Build a report from the template's ``done`` message and the run's output files."""
+        out, out_size = _read_head(stdout, cap)
+        err, err_size = _read_head(stderr, 64 << 10)
         return cls(
             exit_code=message["exit_code"],
             signal=message["signal"],
@@ -307,12 +308,75 @@ class RunReport:
             cpu_s=float(message["cpu_s"]),
             maxrss_kb=int(message["maxrss_kb"]),
             strays=int(message["strays"]),
-            stdout=codec.decode(message["stdout"]),
-            stdout_size=int(message["stdout_size"]),
-            stderr=codec.decode(message["stderr"]),
-            stderr_size=int(message["stderr_size"]),
+            stdout=out,
+            stdout_size=out_size,
+            stderr=err,
+            stderr_size=err_size,
             long=bool(message.get("long", False)),
         )
+
+
+def _read_head(fd: int, cap: int) -> tuple[bytes, int]:
+    """Return the first ``cap`` bytes of a run's output file, and its whole size."""
+    size = os.fstat(fd).st_size
+    return os.pread(fd, min(size, cap), 0), size
+
+
+class _RunFiles:
+    """A run's descriptors, made here: the channel's far end, stdin, stdout, stderr.
+
+    The template hands them to the run's child without reading them: the run's
+    input and output never pass through the process every run is forked from.
+    stdout and stderr are memory files that this side reads after the run.
+    """
+
+    def __init__(self, stdin: bytes) -> None:
+        self.ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.fds: list[int] = [theirs.detach()]
+        try:
+            for name in ("stdin", "stdout", "stderr"):
+                self.fds.append(os.memfd_create(f"arbiter-run-{name}", os.MFD_CLOEXEC))
+            if stdin:
+                os.write(self.fds[1], stdin)
+                os.lseek(self.fds[1], 0, os.SEEK_SET)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def stdout(self) -> int:
+        return self.fds[2]
+
+    @property
+    def stderr(self) -> int:
+        return self.fds[3]
+
+    def sent(self) -> None:
+        """Close the far end of the channel and stdin, now in the template's hands."""
+        for i in (0, 1):
+            if self.fds[i] >= 0:
+                os.close(self.fds[i])
+                self.fds[i] = -1
+
+    def send_code(self, code: str, deadline: float, declared: list[str] | None) -> None:
+        """Send the run its code, the first message on its channel."""
+        message: dict[str, Any] = {"code": code}
+        if declared is not None:
+            message["declared"] = declared
+        self.ours.settimeout(max(0.0, deadline - time.monotonic()))
+        try:
+            send_frame(self.ours, message)
+        except OSError as e:
+            raise SandboxError(f"the run did not take its code: {e}") from e
+        finally:
+            self.ours.settimeout(None)
+
+    def close(self) -> None:
+        for i, fd in enumerate(self.fds):
+            if fd >= 0:
+                os.close(fd)
+                self.fds[i] = -1
+        self.ours.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,13 +516,14 @@ class _Slot:
             self.kill()
             self.start()
 
-    def begin(self, request: dict[str, Any], fd: int | None) -> int:
+    def begin(self, request: dict[str, Any], files: _RunFiles) -> int:
         self.ensure()
         assert self.ctrl is not None
         self.seq += 1
         request["seq"] = self.seq
         try:
-            send_frame(self.ctrl, request, [fd] if fd is not None else None)
+            send_frame(self.ctrl, request, files.fds)
+            files.sent()
         except OSError as e:
             self.kill()
             raise SandboxError(f"sandbox slot {self.index} is gone: {e}") from e
@@ -479,10 +544,18 @@ class _Slot:
             self._demotion = self.pool.timers.call_later(float(long_after_s), to_the_long_lane)
         return self.seq
 
-    def finish(self, seq: int, deadline: float, *, end: bool) -> RunReport:
+    def finish(
+        self, seq: int, deadline: float, files: _RunFiles, cap: int, *, end: bool
+    ) -> RunReport:
         assert self.ctrl is not None
         try:
-            return self._finish(seq, deadline, end=end)
+            message = self._finish(seq, deadline, end=end)
+            if message.get("clean") is not True:
+                # The run left what could not be removed: the template retires
+                # itself, and the next run gets a fresh one.
+                logger.warning("sandbox slot %d retired: %s", self.index, self.log_tail())
+                self.kill()
+            return RunReport.parse(message, files.stdout, files.stderr, cap)
         finally:
             if self._demotion is not None:
                 self.pool.timers.cancel(self._demotion)
@@ -490,7 +563,7 @@ class _Slot:
                 if self.pool.least_attained is not None:
                     self.pool.least_attained.discard(self.index)
 
-    def _finish(self, seq: int, deadline: float, *, end: bool) -> RunReport:
+    def _finish(self, seq: int, deadline: float, *, end: bool) -> dict[str, Any]:
         assert self.ctrl is not None
         try:
             if end:
@@ -498,7 +571,7 @@ class _Slot:
             while True:
                 message = recv_frame(self.ctrl, max_bytes=CONTROL_MAX_BYTES, deadline=deadline)
                 if message.get("op") == "done" and message.get("seq") == seq:
-                    return RunReport.parse(message)
+                    return dict(message)
         except (ChannelClosed, ChannelTimeout, OSError, ValueError, KeyError) as e:
             self.kill()
             raise SandboxError(
@@ -662,40 +735,51 @@ class SandboxPool:
     def run_script(self, code: str, stdin: bytes, limits: Limits) -> RunReport:
         """Run ``code`` as ``__main__`` with ``stdin``; the report carries its stdout."""
         with self._slot(limits) as slot:
-            started = time.monotonic()
-            request = {
-                "op": "run",
-                "mode": "script",
-                "code": code,
-                "stdin": codec.encode(stdin),
-                "limits": limits.message(),
-            }
-            seq = slot.begin(request, None)
-            return slot.finish(seq, started + limits.wall_s + REPORT_GRACE_S, end=False)
+            files = _RunFiles(stdin)
+            try:
+                started = time.monotonic()
+                request = {"op": "run", "mode": "script", "limits": limits.message()}
+                seq = slot.begin(request, files)
+                report_due = started + limits.wall_s + REPORT_GRACE_S
+                # A run that ended before it read its code: its report says how.
+                with contextlib.suppress(SandboxError):
+                    files.send_code(code, started + limits.wall_s, None)
+                files.ours.close()
+                return slot.finish(seq, report_due, files, limits.max_output_bytes, end=False)
+            finally:
+                files.close()
 
     @contextlib.contextmanager
-    def function_run(self, code: str, limits: Limits) -> Iterator[FunctionRun]:
+    def function_run(
+        self, code: str, limits: Limits, declared: list[str] | None = None
+    ) -> Iterator[FunctionRun]:
         """Load ``code`` in a confined child and yield a channel to it.
 
-        On exit the child is killed and swept, and ``report`` is set. Raises
+        ``declared`` names the module's globals the tests may use (see
+        :mod:`graders.sandbox._remote`); nothing else of it is reachable. On
+        exit the child is killed and swept, and ``report`` is set. Raises
         :class:`SandboxError` when the slot fails (not when the candidate does).
         """
         with self._slot(limits) as slot:
-            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            started = time.monotonic()
+            files = _RunFiles(b"")
             try:
-                request = {
-                    "op": "run",
-                    "mode": "function",
-                    "code": code,
-                    "limits": limits.message(),
-                }
-                seq = slot.begin(request, theirs.fileno())
+                started = time.monotonic()
+                request = {"op": "run", "mode": "function", "limits": limits.message()}
+                seq = slot.begin(request, files)
+                report_due = started + limits.wall_s + REPORT_GRACE_S
+                try:
+                    files.send_code(code, started + limits.wall_s, declared or [])
+                except SandboxError:
+                    files.ours.close()
+                    slot.finish(seq, report_due, files, limits.max_output_bytes, end=True)
+                    raise
+                run = FunctionRun(files.ours, started + limits.wall_s)
+                try:
+                    yield run
+                finally:
+                    files.ours.close()
+                    run.report = slot.finish(
+                        seq, report_due, files, limits.max_output_bytes, end=True
+                    )
             finally:
-                theirs.close()
-            run = FunctionRun(ours, started + limits.wall_s)
-            try:
-                yield run
-            finally:
-                ours.close()
-                run.report = slot.finish(seq, started + limits.wall_s + REPORT_GRACE_S, end=True)
+                files.close()

@@ -2,30 +2,40 @@
 
 A :class:`CandidateFunction` looks like the candidate's function to test code:
 calling it encodes the arguments, sends them over the run's socket and decodes
-the reply into plain builtin values. Whatever happens on the channel (the child
-died, timed out, or sent something garbled, forged or unencodable) is recorded
-on the :class:`Channel` as well as raised, so a test that swallows the error
-with a bare ``except:`` still cannot turn it into a pass.
+the reply into plain values. Whatever happens on the channel (the child died,
+timed out, or sent something garbled, forged or unencodable) is recorded on
+the :class:`Channel` as well as raised, so a test that swallows the error with
+a bare ``except:`` still cannot turn it into a pass.
 
-An object with no encoding (an instance of the candidate's class, a generator,
-a bound method, the class itself) stays in the sandbox; the trusted side holds
-a :class:`RemoteObject`, a handle through which attribute reads, calls,
-iteration, ``len``, indexing, ``in`` and ``str`` are performed over there and
-answered with data. Its equality, truth value and hash are never asked of the
-candidate: it equals only itself, comparing it with anything else or asking its
-truth fails the test, and its hash is its identity here.
+Results cross by value. Plain data is rebuilt here as exact types. An object
+with no encoding stays in the sandbox, and what the trusted side holds depends
+on what it is (see :mod:`graders.sandbox._remote`): a declared class, an
+instance of one, or one of its methods is a :class:`RemoteObject`, the API the
+tests name, whose attribute reads, calls, iteration, ``len``, indexing, ``in``
+and ``str`` are performed over there and answered with data; anything else is
+an :class:`Opaque` value, which equals only itself, answers no question, and
+fails the test that uses it. Neither's equality, truth value or hash is ever
+asked of the candidate.
 
-An exception the candidate raises comes back as a :class:`CandidateError`; when
-its class derives from a builtin exception (or from one of the candidate's own
-exception classes the trusted side registered), the error raised here also is
-an instance of that class, so ``pytest.raises(ValueError)`` and ``except
-KeyError`` mean what they say. Only the class is the candidate's choice, never
-an object: the instance is built here.
+Arguments follow Python's semantics: the mutable containers a call passes are
+numbered, and the contents the candidate left in them are copied back into the
+very objects the test holds (:class:`~graders.sandbox.codec.Sharing`).
 
-One concept at some 490 lines: the trusted side of the channel protocol. Every
-way a value or an error crosses from the child (functions, handles, exceptions,
-a broken channel) goes through :class:`Channel`, and the guarantee (nothing the
-candidate built reaches a comparison) holds only while they are read together.
+An exception the candidate raises comes back as a :class:`CandidateError`;
+when its class derives, by identity, from a builtin exception (or from one of
+the candidate's declared exception classes, which the trusted side registered),
+the error raised here also is an instance of that class, so
+``pytest.raises(ValueError)`` and ``except KeyError`` mean what they say. What
+a class calls itself never matters, and the iteration protocol's exceptions are
+never raised here as themselves, except ``StopIteration`` from ``next`` on a
+declared iterator. Only the class is the candidate's choice, never an object:
+the instance is built here.
+
+One concept: the trusted side of the channel protocol. Every way a value or an
+error crosses from the child (functions, handles, exceptions, copied-back
+arguments, a broken channel) goes through :class:`Channel`, and the guarantee
+(nothing the candidate built reaches a comparison) holds only while they are
+read together.
 """
 
 from __future__ import annotations
@@ -54,6 +64,8 @@ __all__ = [
     "Channel",
     "ChannelBroken",
     "LoadResult",
+    "Neutral",
+    "Opaque",
     "RemoteObject",
     "Uncrossable",
     "candidate_exception_class",
@@ -61,12 +73,19 @@ __all__ = [
 
 
 class CandidateError(Exception):
-    """The candidate's function raised; ``type_name`` is the exception's class name."""
+    """The candidate's function raised.
 
-    def __init__(self, type_name: str, message: str) -> None:
+    ``type_name`` is what the exception's class calls itself (for messages
+    only); ``builtin`` is the builtin exception it derives from, by identity.
+    """
+
+    builtin: str = "Exception"
+
+    def __init__(self, type_name: str, message: str, builtin: str = "Exception") -> None:
         super().__init__(f"{type_name}: {message}")
         self.type_name = type_name
         self.message = message
+        self.builtin = builtin
 
 
 #: Builtin exceptions an error from the sandbox may be raised as here. Not the
@@ -86,8 +105,10 @@ def _str_message(self: CandidateError) -> str:
     return self.message
 
 
-def _init_candidate(self: CandidateError, type_name: str, message: str) -> None:
-    CandidateError.__init__(self, type_name, message)
+def _init_candidate(
+    self: CandidateError, type_name: str, message: str, builtin: str = "Exception"
+) -> None:
+    CandidateError.__init__(self, type_name, message, builtin)
 
 
 def candidate_exception_class(
@@ -102,6 +123,9 @@ def candidate_exception_class(
         return _AS_BUILTIN[base]
     if issubclass(base, CandidateError):
         bases: tuple[type, ...] = (base,)
+    elif issubclass(CandidateError, base):
+        # Exception itself (a candidate's ``class X(Exception)``): CandidateError is one.
+        bases = (CandidateError,)
     else:
         bases = (base, CandidateError)
     namespace = {"__str__": _str_message, "__init__": _init_candidate, "__module__": "sandbox"}
@@ -132,10 +156,12 @@ class LoadResult:
     """How loading the candidate module went."""
 
     ok: bool
-    #: Candidate global → ``callable``, ``value`` or ``module:<name>``.
+    #: Declared name → ``callable``, ``class``, ``exception:<builtin>``, ``value`` or ``module``.
     names: dict[str, str] = field(default_factory=dict)
     error_type: str = ""
     error_message: str = ""
+    #: The builtin exception the load error derives from, by identity.
+    error_builtin: str = ""
 
 
 class Channel:
@@ -150,24 +176,28 @@ class Channel:
         #: Every channel-level event (breakage, uncrossable values) in order.
         self.events: list[str] = []
         self._next_id = 0
-        self._remote: dict[int, RemoteObject] = {}
+        self._remote: dict[int, RemoteObject | Opaque] = {}
         #: Calls sent ahead (see :meth:`send_ahead`): (fn, arguments, id, nonce), in order.
         self._ahead: deque[tuple[str, bytes, int, str]] = deque()
         #: How many calls were answered from the pipeline (for tests and benchmarks).
         self.pipelined = 0
+        #: How many requests reached the candidate (a setup failure after one is its fault).
+        self.requests = 0
         #: Evidence, sent with replies, of values built to deceive a comparison.
         self.flags: list[str] = []
         #: Stand-ins for the candidate's exception classes, by name.
         self.exceptions: dict[str, type[CandidateError]] = {}
 
     def _handle(self, value: Any) -> int:
-        if isinstance(value, RemoteObject) and value._channel is self:
+        if isinstance(value, RemoteObject | Opaque) and value._channel is self:
             return value.handle
         raise codec.EncodeError(f"a value of type {type(value).__name__} cannot be sent")
 
-    def _remote_object(self, handle: int) -> RemoteObject:
+    def _remote_object(self, ref: Any) -> RemoteObject | Opaque:
+        opaque = type(ref) is tuple
+        handle = ref[1] if opaque else ref
         if handle not in self._remote:
-            self._remote[handle] = RemoteObject(self, handle)
+            self._remote[handle] = Opaque(self, handle) if opaque else RemoteObject(self, handle)
         return self._remote[handle]
 
     def _break(self, reason: str, detail: str) -> ChannelBroken:
@@ -215,6 +245,7 @@ class Channel:
                 False,
                 error_type=str(message.get("type", ""))[:200],
                 error_message=str(message.get("message", ""))[:2000],
+                error_builtin=str(message.get("builtin", ""))[:200],
             )
         names = message.get("names")
         if type(names) is not list or not all(
@@ -230,14 +261,15 @@ class Channel:
         args: tuple[Any, ...],
         kwargs: dict[str, Any],
         fields: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """Build a call's frame (raises codec.EncodeError for an argument with no encoding)."""
+    ) -> tuple[dict[str, Any], codec.Sharing]:
+        """Build a call's frame and its shared arguments (raises codec.EncodeError)."""
+        sharing = codec.Sharing(grow=True)
         request = {
             "op": "call",
             "id": self._next_id,
             "fn": name,
-            "args": codec.encode(list(args), refs=self._handle),
-            "kwargs": codec.encode(dict(kwargs), refs=self._handle),
+            "args": codec.encode(list(args), refs=self._handle, sharing=sharing),
+            "kwargs": codec.encode(dict(kwargs), refs=self._handle, sharing=sharing),
         }
         if fields is not None:
             del request["fn"]
@@ -246,7 +278,7 @@ class Channel:
         # A reply must echo a secret it could not have known before the call:
         # replies written ahead of time (a forged channel) are caught here.
         request["nonce"] = secrets.token_hex(8)
-        return request
+        return request, sharing
 
     def send_ahead(self, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
         """Send calls the tests are known to make next, before they make them.
@@ -266,7 +298,7 @@ class Channel:
         frames = []
         for name, args, kwargs in calls:
             try:
-                request = self._request(name, args, kwargs)
+                request, _ = self._request(name, args, kwargs)
             except codec.EncodeError:
                 break  # the test's own call will meet (and record) this
             frames.append(request)
@@ -275,6 +307,7 @@ class Channel:
         try:
             if frames:
                 send_frames(self.sock, frames)
+                self.requests += len(frames)
         except OSError as e:
             # The run is gone; each statement meets that as it makes its call.
             self._ahead.clear()
@@ -293,10 +326,11 @@ class Channel:
             raise self.broken
         if self._ahead:
             fn, sent, call_id, nonce = self._ahead[0]
+            sharing = codec.Sharing(grow=True)
             try:
                 arguments = [
-                    codec.encode(list(args), refs=self._handle),
-                    codec.encode(dict(kwargs), refs=self._handle),
+                    codec.encode(list(args), refs=self._handle, sharing=sharing),
+                    codec.encode(dict(kwargs), refs=self._handle, sharing=sharing),
                 ]
                 same = fn == name and codec.dumps(arguments) == sent
             except codec.EncodeError:
@@ -304,7 +338,8 @@ class Channel:
             if same:
                 self._ahead.popleft()
                 self.pipelined += 1
-                return self._answer(call_id, nonce)
+                # The test's own argument objects receive what the call did to them.
+                return self._answer(call_id, nonce, sharing, "call")
             # Not the call that was sent ahead (run_plan's guarantee failed):
             # take the rest of the pipeline's answers, then call as usual.
             self.drain_ahead()
@@ -316,7 +351,7 @@ class Channel:
         """Perform ``what`` on an object in the sandbox (see :mod:`graders.sandbox._remote`).
 
         ``target`` is a handle, or None for the module itself (``what="global"``
-        reads the global ``name``); the result is data or another handle.
+        reads the declared global ``name``); the result is data or another handle.
         """
         if self.broken is not None:
             raise self.broken
@@ -339,7 +374,7 @@ class Channel:
         if self.broken is not None:
             raise self.broken
         try:
-            request = self._request(name, args, kwargs, fields)
+            request, sharing = self._request(name, args, kwargs, fields)
         except codec.EncodeError as e:
             self.events.append("uncrossable_argument")
             raise Uncrossable(str(e)) from None
@@ -347,9 +382,13 @@ class Channel:
             send_frame(self.sock, request)
         except OSError as e:
             raise self._break("exited", str(e)) from None
-        return self._answer(request["id"], request["nonce"])
+        self.requests += 1
+        what = fields["what"] if fields is not None else "call"
+        return self._answer(request["id"], request["nonce"], sharing, what)
 
-    def _answer(self, call_id: int, nonce: str) -> Any:
+    _REPLY_KEYS = frozenset({"id", "nonce", "ok", "flags", "after"})
+
+    def _answer(self, call_id: int, nonce: str, sharing: codec.Sharing, what: str) -> Any:
         reply = self._receive()
         if type(reply) is not dict or reply.get("id") != call_id or reply.get("nonce") != nonce:
             raise self._break("garbled", "a reply that does not answer the call")
@@ -357,38 +396,68 @@ class Channel:
         if type(flags) is not list:
             raise self._break("garbled", "malformed flags")
         self.flags += [str(f)[:300] for f in flags[:5]]
-        if "ok" in reply and len(reply) == (4 if "flags" in reply else 3):
+        if "ok" in reply and self._REPLY_KEYS.issuperset(reply):
+            returned = codec.Sharing(sharing.objects, grow=False)
             try:
-                return codec.decode(reply["ok"], refs=self._remote_object)
+                value = codec.decode(reply["ok"], refs=self._remote_object, shared=returned)
+                self._copy_back(reply.get("after", []), sharing)
             except codec.DecodeError as e:
                 raise self._break("garbled", str(e)) from None
+            return value
         error = reply.get("err")
         if type(error) is not dict:
             raise self._break("garbled", "a reply with neither a result nor an error")
         type_name = str(error.get("type", ""))[:200]
         message = str(error.get("message", ""))[:2000]
-        if type_name == "Uncrossable":
+        if type_name == "Uncrossable" and error.get("builtin") is None:
             self.events.append("uncrossable_result")
             raise Uncrossable(message)
-        mro = error.get("mro", [type_name])
-        names = [str(n) for n in mro[:20]] if type(mro) is list else [type_name]
-        raise self._raised(names, type_name, message)
+        builtin, declared = error.get("builtin"), error.get("declared")
+        raise self._raised(
+            builtin if type(builtin) is str else "",
+            declared if type(declared) is str else None,
+            type_name,
+            message,
+            what,
+        )
 
-    def _raised(self, mro: list[str], type_name: str, message: str) -> BaseException:
-        """Build (here) the error to raise for the candidate's exception of class ``mro[0]``."""
-        if "StopIteration" in mro:
-            # Only a handle's ``next`` asks for this: the iterator is exhausted.
+    def _copy_back(self, after: Any, sharing: codec.Sharing) -> None:
+        """Give the test's argument containers the contents the call left in them."""
+        if type(after) is not list:
+            raise codec.DecodeError("malformed argument contents")
+        # Decode every new content first: a failure leaves the arguments as they were.
+        fresh = []
+        for item in after:
+            if type(item) is not list or len(item) != 2 or type(item[0]) is not int:
+                raise codec.DecodeError("malformed argument contents")
+            n, contents = item
+            if not 0 <= n < len(sharing.objects):
+                raise codec.DecodeError("contents for an argument that was not sent")
+            fresh.append((sharing.objects[n], contents))
+        returned = codec.Sharing(sharing.objects, grow=False)
+        for target, contents in fresh:
+            codec.decode_into(target, contents, returned, refs=self._remote_object)
+
+    def _raised(
+        self, builtin: str, declared: str | None, type_name: str, message: str, what: str
+    ) -> BaseException:
+        """Build (here) the error to raise for the candidate's exception.
+
+        Chosen by identity, as the sandbox saw it: the candidate's declared
+        exception class, else the builtin exception the class derives from.
+        """
+        if what == "next" and builtin == "StopIteration":
+            # Only ``next`` on a declared iterator may end a loop here.
             return StopIteration()
-        for name in mro:
-            cls = self.exceptions.get(name)
-            if cls is None and name in _RAISABLE:
-                cls = candidate_exception_class(_RAISABLE[name])
-            if cls is not None:
-                try:
-                    return cls(type_name, message)
-                except Exception:  # a builtin whose constructor insists on more
-                    break
-        return CandidateError(type_name, message)
+        cls = self.exceptions.get(declared) if declared is not None else None
+        if cls is None and builtin in _RAISABLE:
+            cls = candidate_exception_class(_RAISABLE[builtin])
+        if cls is not None:
+            try:
+                return cls(type_name, message, builtin)
+            except Exception:  # a builtin whose constructor insists on more
+                pass
+        return CandidateError(type_name, message, builtin)
 
 
 class RemoteObject:
@@ -478,6 +547,120 @@ class RemoteObject:
         if type(text) is not str:
             raise TypeError("str() of an object in the sandbox was not a str")
         return text
+
+
+class Opaque:
+    """A value that stayed in the sandbox and is not part of the API the tests name.
+
+    It equals only itself, answers no question (no attribute, call, iteration,
+    length, membership, truth value), and any use records an event that fails
+    the test, even one that catches the error. It can only be passed back to
+    the candidate's functions, or shown (its ``repr`` is made here).
+    """
+
+    __slots__ = ("_channel", "handle")
+    _channel: Channel
+    handle: int
+
+    def __init__(self, channel: Channel, handle: int) -> None:
+        object.__setattr__(self, "_channel", channel)
+        object.__setattr__(self, "handle", handle)
+
+    def _refuse(self, what: str) -> Uncrossable:
+        self._channel.events.append("uncrossable_result")
+        return Uncrossable(f"the {what} of a value that is not data is not decided here")
+
+    def __repr__(self) -> str:
+        return f"<opaque value #{self.handle} in the sandbox>"
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        raise self._refuse("equality")
+
+    def __ne__(self, other: object) -> bool:
+        if other is self:
+            return False
+        raise self._refuse("equality")
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise self._refuse("truth value")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise self._refuse(f"attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise self._refuse(f"attribute {name!r}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Refuse: an opaque value is never called here."""
+        raise self._refuse("call")
+
+    def __iter__(self) -> Any:
+        raise self._refuse("iteration")
+
+    def __len__(self) -> int:
+        raise self._refuse("length")
+
+    def __contains__(self, item: Any) -> bool:
+        raise self._refuse("membership")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise self._refuse("item")
+
+    def __lt__(self, other: object) -> bool:
+        raise self._refuse("order")
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+
+class Neutral:
+    """A placeholder for a candidate's name: anything asked of it answers itself, or nothing.
+
+    Running a task's setup or collecting its tests with placeholders in the
+    candidate's place tells a failure of the task itself (it fails here too)
+    from one that happens only with the candidate's code loaded.
+    """
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        pass
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Answer a call with itself."""
+        return self
+
+    def __getitem__(self, key: Any) -> Any:
+        return self
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        pass
+
+    def __iter__(self) -> Any:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+    def __index__(self) -> int:
+        return 0
+
+    def __float__(self) -> float:
+        return 0.0
+
+    def __add__(self, other: Any) -> Any:
+        return self
+
+    __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = __floordiv__ = __add__
+    __mod__ = __pow__ = __neg__ = __and__ = __or__ = __add__
 
 
 class CandidateFunction:

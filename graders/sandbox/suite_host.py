@@ -60,6 +60,9 @@ class SuiteReport:
     collect_errors: list[str] = field(default_factory=list)
     #: Why the candidate's module did not load ("" when it did).
     load_error: str = ""
+    #: After a collection error: whether the files collect with placeholders in
+    #: the candidate's place (then the error is the candidate's); None if not asked.
+    collects_without_candidate: bool | None = None
     #: How the channel to the candidate broke (timeout, exited, garbled, output_limit), if it did.
     broken: str | None = None
     broken_detail: str = ""
@@ -83,6 +86,11 @@ class SuiteReport:
             status=data.get("status"),
             collect_errors=[str(e) for e in data.get("collect_errors") or []],
             load_error=str(data.get("load_error") or ""),
+            collects_without_candidate=(
+                bool(data["collects_without_candidate"])
+                if data.get("collects_without_candidate") is not None
+                else None
+            ),
             broken=data.get("broken"),
             broken_detail=str(data.get("broken_detail") or ""),
             events=[str(e) for e in data.get("events") or []],
@@ -185,6 +193,7 @@ class SuiteHost:
         deadline: float,
         *,
         max_bytes: int,
+        declared: list[str] | None = None,
     ) -> SuiteReport:
         """Run ``sources`` (file name → text) against the candidate loaded behind ``channel``.
 
@@ -198,6 +207,7 @@ class SuiteHost:
                 "op": "run",
                 "sources": sources,
                 "module": module,
+                "declared": list(declared or []),
                 "deadline": deadline,
                 "max_bytes": max_bytes,
             }

@@ -17,6 +17,7 @@ from typing import Literal
 from graders.sandbox.syntax import parse_module
 
 __all__ = [
+    "declared_names",
     "expected_test_ids",
     "tally",
     "tampering_signals",
@@ -160,3 +161,60 @@ def tally(reported: Mapping[str, str], expected: set[str]) -> dict[str, str]:
         else:
             outcomes[test_id] = "skipped"
     return outcomes
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def declared_names(files: Mapping[str, str], module: str) -> list[str]:
+    """Return the names of the candidate's ``module`` that the test files use (pure).
+
+    What the tests name explicitly: ``from module import a, b``, and
+    ``module.x`` (or ``alias.x``) after ``import module [as alias]``. A star
+    import contributes the names its file reads and never binds, builtins
+    aside, so that ``from module import *`` can neither replace a test's own
+    imports (``math``, ``pytest``) nor its builtins (``sorted``, ``abs``).
+    """
+    names: set[str] = set()
+    for source in files.values():
+        try:
+            tree = parse_module(source)
+        except SyntaxError:
+            continue
+        aliases: set[str] = set()
+        star = False
+        loaded: set[str] = set()
+        bound: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0:
+                for alias in node.names:
+                    if alias.name == "*":
+                        star = True
+                    else:
+                        names.add(alias.name)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name == module:
+                        aliases.add(alias.asname or alias.name)
+            if isinstance(node, ast.Name):
+                (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                bound.add(node.name)
+            elif isinstance(node, ast.arg):
+                bound.add(node.arg)
+            elif isinstance(node, ast.Import | ast.ImportFrom):
+                bound.update(
+                    (a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"
+                )
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                bound.add(node.name)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+            ):
+                names.add(node.attr)
+        if star:
+            names.update(loaded - bound - _BUILTINS)
+    return sorted(n for n in names if n.isidentifier() and not n.startswith("__"))

@@ -190,8 +190,12 @@ def test_plan_splits_check_into_units_and_setup() -> None:
 def test_plan_of_an_assert_list_tests_builtin_shadowing_names_only() -> None:
     plan = plan_function_tests(["assert sum(1, 2) == 3", "assert set(f([1])) == {1}"])
     assert plan.units == 2
-    assert "sum" in plan.free_names  # the function under test
-    assert "set" not in plan.free_names  # the test's own comparison helper
+    # f is the candidate's; sum and set stay the builtins the test compares with.
+    assert plan.declared == {"f"}
+    # A task whose only function is named like a builtin (MBPP's sum): that one.
+    assert plan_function_tests(["assert sum(1, 2) == 3"]).declared == {"sum"}
+    # An entry point, when the task names one, is all the candidate contributes.
+    assert plan_function_tests(["assert g(sorted([2, 1])) == 3"], entry_point="g").declared == {"g"}
 
 
 def test_plan_rejects_tests_that_do_not_parse() -> None:
@@ -426,16 +430,16 @@ def test_suites_run_on_the_trusted_side_and_no_sandbox_process_carries_pytest() 
         entry_point="heavy",
     )
     # The candidate lists what its process holds beyond the standard library and
-    # the sandbox's own stdlib-only modules: nothing (no pytest, pydantic, asyncio),
-    # and not threading either (imported only by a run that asks for it).
+    # the template's own stdlib-only modules: nothing (no pytest, pydantic, asyncio),
+    # not threading (imported only by a run that asks for it), and neither ctypes
+    # nor the confiner that needed it (the template is a fresh interpreter).
     listing = (
         "import sys\n"
         "def heavy():\n"
-        "    own = ('graders', 'graders.sandbox', 'graders.sandbox._linux',\n"
-        "           'graders.sandbox._zygote', 'graders.sandbox.codec', 'graders.sandbox.frames',\n"
-        "           'graders.sandbox._remote')\n"
+        "    own = ('graders', 'graders.sandbox', 'graders.sandbox._template',\n"
+        "           'graders.sandbox.codec', 'graders.sandbox.frames', 'graders.sandbox._remote')\n"
         "    tops = {'pytest', '_pytest', 'pluggy', 'pydantic', 'asyncio', 'graders',\n"
-        "            'threading', 'queue', 'subprocess'}\n"
+        "            'threading', 'queue', 'subprocess', 'ctypes', '_ctypes'}\n"
         "    return sorted(m for m in sys.modules if m.split('.')[0] in tops and m not in own)\n"
     )
     # The same listing under a pytest suite: the tests run in the trusted host,

@@ -34,7 +34,7 @@ def run(
 ) -> tuple[list[UnitOutcome], Channel]:
     plan = plan_function_tests(tests)
     limits = Limits(timeout_s=timeout_s)
-    with pool.function_run(code, limits) as child:
+    with pool.function_run(code, limits, sorted(plan.declared | {"f"})) as child:
         channel = Channel(child.channel, child.deadline, max_bytes=1 << 20)
         load = channel.load()
         assert load.ok
@@ -147,7 +147,7 @@ def test_a_run_gone_before_the_calls_fails_each_unit(pool: SandboxPool) -> None:
     )
     tests = "def check(candidate):\n    assert candidate(1) == 1\n    assert candidate(2) == 2\n"
     plan = plan_function_tests(tests)
-    with pool.function_run(code, Limits(timeout_s=5.0)) as child:
+    with pool.function_run(code, Limits(timeout_s=5.0), sorted(plan.declared | {"f"})) as child:
         channel = Channel(child.channel, child.deadline, max_bytes=1 << 20)
         load = channel.load()
         assert load.ok

@@ -32,9 +32,12 @@ def _rows(name: str) -> list[dict[str, Any]]:
 
 
 def _humaneval_sample(row: dict[str, Any], body: str) -> Sample:
+    # The prompt as the prompt: its helpers (encode_cyclic, poly, encode_shift)
+    # are the task's, run on the trusted side; the completion is the body alone.
     return Sample(
         id=row["task_id"],
-        response=f"```python\n{row['prompt']}{body}\n```",
+        prompt=row["prompt"],
+        response=body,
         task=TaskSpec(kind="python_function", tests=row["test"], entry_point=row["entry_point"]),
     )
 

@@ -1,0 +1,469 @@
+"""The template: a pristine confined interpreter that forks one child per run.
+
+The confiner (:mod:`graders.sandbox._zygote`) applies the layers that need
+system calls Python has no binding for (namespaces, the run directory's
+tmpfs, Landlock, no_new_privs, seccomp) and then replaces itself with a fresh
+interpreter running this module, so that what a run inherits is a process
+that never loaded ``ctypes`` and never held any run's code, inputs or outputs:
+
+* the control messages it reads carry only a sequence number, a mode and
+  limits; the candidate's code reaches the run's own child over the run's
+  channel, and its stdin, stdout and stderr are descriptors of the trusted
+  side's, which this process hands on without reading;
+* each run's child is forked from this process, so it starts from the same
+  state as every other run; the run directory is emptied after each run by a
+  loop that cannot recurse, on a tmpfs whose inodes are bounded.
+
+Start-up, in order: load the sandbox's own modules from the boot descriptor
+(their sources, read by the confiner; the project's directory is not readable
+here), pre-import the modules candidates commonly use and read the compiled
+code of the lazy ones, report ready. Run as root, the template keeps its uid
+(confined by Landlock, seccomp, no_new_privs and its namespaces) so that each
+run can import the standard modules it names before dropping to the slot's
+unprivileged uid: a run cannot signal or trace a template of another uid.
+
+Only the standard library and the sandbox's stdlib-only modules (``codec``,
+``frames``, ``_remote``) are used, and none of them imports ``ctypes``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import importlib.machinery
+import importlib.util
+import math
+import os
+import re
+import resource
+import select
+import signal
+import socket
+import stat
+import sys
+import time
+import traceback
+import types
+from typing import Any
+
+from graders.sandbox import _remote
+from graders.sandbox.frames import (
+    CONTROL_MAX_BYTES,
+    FrameReader,
+    recv_frame,
+    recv_frame_with_fds,
+    send_frame,
+)
+
+_CHANNEL_FD = 3
+#: A run in the long lane runs at the lowest CPU priority, behind every short one.
+_LONG_NICE = 19
+#: Each run's directory, under the slot's runs/: made empty for every run.
+_RUN_DIR = "run"
+#: Descriptors a run request carries: channel, stdin, stdout, stderr.
+_RUN_FDS = 4
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def _set_limits(limits: dict[str, Any]) -> None:
+    cpu_s = max(1, math.ceil(float(limits["cpu_s"])))
+    memory = int(limits["memory_mb"]) << 20
+    output = int(limits["max_output_bytes"])
+    for which, value in (
+        (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_CPU, (cpu_s, cpu_s + 1)),
+        (resource.RLIMIT_AS, (memory, memory)),
+        (resource.RLIMIT_FSIZE, (output, output)),
+        (resource.RLIMIT_NOFILE, (int(limits["max_open_files"]),) * 2),
+        # The template itself counts against the per-uid limit.
+        (resource.RLIMIT_NPROC, (int(limits["max_processes"]) + 1,) * 2),
+    ):
+        resource.setrlimit(which, value)
+
+
+def _serve_function(code: str, declared: list[str], chan: socket.socket) -> int:
+    """Load the candidate module and answer calls until the trusted side hangs up."""
+    namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": __builtins__}
+    try:
+        exec(compile(code, "solution.py", "exec"), namespace)
+    except BaseException as e:
+        send_frame(chan, _remote.load_failure(e))
+        return 1
+    session = _remote.Session(namespace, declared)
+    send_frame(chan, session.ready())
+    requests = FrameReader(chan, max_bytes=CONTROL_MAX_BYTES)
+    while True:
+        try:
+            request = requests.recv()
+        except EOFError:
+            return 0
+        send_frame(chan, session.reply(request))
+
+
+def _run_script(code: str) -> int:
+    """Run the candidate as ``__main__`` on the stdin/stdout the template wired up."""
+    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+    status = 0
+    try:
+        exec(compile(code, "solution.py", "exec"), namespace)
+    except SystemExit as e:
+        status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        status = 1
+    with contextlib.suppress(BaseException):
+        sys.stdout.flush()
+    return status
+
+
+#: The standard modules a run imports are imported before its uid drop: after
+#: it, an interpreter installed under a private directory (``/root``) cannot
+#: read them. These never are (side effects on import).
+_NEVER_PREIMPORT = frozenset({"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"})
+_IMPORTS = re.compile(r"^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import|import[ \t]+([\w., \t]+))", re.M)
+
+
+def _preimport(code: str) -> None:
+    """Import the standard modules ``code``'s import statements name, that are not loaded yet."""
+    if "import" not in code:
+        return
+    for match in _IMPORTS.finditer(code):
+        listed = match.group(1) or match.group(2) or ""
+        for item in listed.split(","):
+            words = item.split()
+            name = words[0].split(".")[0] if words else ""
+            if (
+                name in sys.modules
+                or name not in sys.stdlib_module_names
+                or name in _NEVER_PREIMPORT
+            ):
+                continue
+            with contextlib.suppress(BaseException):
+                importlib.import_module(name)
+
+
+#: The uid and gid a run drops to (as root), or None (not root, or the layer is off).
+_RUN_AS: tuple[int, int] | None = None
+
+
+def _drop_uid() -> None:
+    """Become the slot's unprivileged uid; a run never continues as root."""
+    if _RUN_AS is None:
+        return
+    uid, gid = _RUN_AS
+    os.setgroups([])
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getuid() != uid or os.geteuid() != uid:
+        os._exit(70)
+
+
+def _child(request: dict[str, Any], cwd: str, fds: list[int]) -> None:
+    """Become the confined run; never returns.
+
+    The candidate's code is the first message on the run's channel: it never
+    passes through the template. The standard modules it imports are imported
+    first (nothing else is loaded that the run did not ask for), then the uid
+    is dropped and the limits set. What is the same for every run is set once
+    in the template and inherited: SIGINT and SIGXFSZ at their defaults, TMPDIR
+    (the run directory's path does not change).
+    """
+    status = 70
+    try:
+        os.setsid()
+        chan_fd, stdin_fd, out_fd, err_fd = fds
+        os.dup2(stdin_fd, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        if chan_fd != _CHANNEL_FD:  # dup3 refuses equal descriptors
+            os.dup2(chan_fd, _CHANNEL_FD, inheritable=False)
+        os.closerange(_CHANNEL_FD + 1, 1 << 16)
+        os.chdir(cwd)
+        chan = socket.socket(fileno=_CHANNEL_FD)
+        first = recv_frame(chan, max_bytes=CONTROL_MAX_BYTES)
+        code = first.get("code") if type(first) is dict else None
+        declared = first.get("declared") if type(first) is dict else None
+        if type(code) is not str:
+            raise ValueError("the run's first message carries no code")
+        _preimport(code)
+        _drop_uid()
+        _set_limits(request["limits"])
+        if request["mode"] == "function":
+            names = [n for n in declared or () if type(n) is str]
+            status = _serve_function(code, names, chan)
+        else:
+            chan.close()
+            del first
+            status = _run_script(code)
+    except BaseException:
+        with contextlib.suppress(BaseException):
+            traceback.print_exc()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BaseException):
+            stream.flush()
+    os._exit(status & 0xFF)
+
+
+def _is_init() -> bool:
+    """Whether the template is PID 1 of its own PID namespace (asked here or in a run)."""
+    return os.getpid() == 1
+
+
+def _set_tempdir(path: str) -> None:
+    """Point TMPDIR and ``tempfile`` at ``path``: temporary files die with the run."""
+    os.environ["TMPDIR"] = path
+    tempfile = sys.modules.get("tempfile")
+    if tempfile is not None:
+        tempfile.tempdir = path  # type: ignore[attr-defined]
+
+
+def _open_dir(name: str, dir_fd: int) -> int:
+    """Open a directory a run left, making it ours to empty first if it is not."""
+    try:
+        fd = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+    except PermissionError:
+        # No process of the run is left to swap it for a link: chmod may follow.
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+        fd = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+    if stat.S_IMODE(os.fstat(fd).st_mode) & 0o700 != 0o700:
+        os.fchmod(fd, 0o700)
+    return fd
+
+
+def empty_dir(path: str) -> int:
+    """Remove everything beneath ``path``, however deep, by a loop; return the entries removed.
+
+    Iterative, with one open directory at a time: a chain of directories as deep
+    as the run could make has no recursion to exhaust and no path length to
+    overflow (each step is relative to the directory's descriptor, and going up
+    is ``..`` of the directory just emptied). Call it only once every process of
+    the run is gone (see :func:`_sweep`).
+    """
+    fd = _open_dir(path, -100)  # AT_FDCWD: path is absolute
+    below: list[str] = []
+    removed = 0
+    try:
+        while True:
+            sub = None
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        sub = entry.name
+                        break
+                    os.unlink(entry.name, dir_fd=fd)
+                    removed += 1
+            if sub is not None:
+                child = _open_dir(sub, fd)
+                os.close(fd)
+                fd = child
+                below.append(sub)
+                continue
+            if not below:
+                return removed
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(below.pop(), dir_fd=fd)
+            removed += 1
+    finally:
+        os.close(fd)
+
+
+def _sweep() -> int:
+    """Kill and reap every process left in the namespace; return how many there were."""
+    if not _is_init():
+        # Without our own PID namespace kill(-1) would reach the whole uid's processes.
+        return 0
+    swept = 0
+    while True:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(-1, signal.SIGKILL)
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return swept
+        swept += 1
+
+
+def _wait(
+    ctrl: socket.socket, request: dict[str, Any], pid: int, started: float
+) -> tuple[str, bool]:
+    """Wait for the run to exit, its deadline, or the trusted side's "end"; say which."""
+    deadline = started + float(request["limits"]["timeout_s"])
+    long_at = started + float(request["limits"].get("long_after_s", math.inf))
+    long = False
+    pidfd = os.pidfd_open(pid)
+    ended_by = "exit"
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    poller.register(ctrl, select.POLLIN)
+    try:
+        while True:
+            now = time.monotonic()
+            if not long and now >= long_at:
+                # Into the long lane: behind every short run, whose place it gives up.
+                long = True
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PGRP, pid, _LONG_NICE)
+            left_ms = ((deadline if long else min(deadline, long_at)) - now) * 1000
+            if deadline <= now:
+                return "deadline", long
+            ready = {fd for fd, _ in poller.poll(max(0.0, left_ms))}
+            if pidfd in ready:
+                return ended_by, long
+            if ctrl.fileno() in ready:
+                message = recv_frame(ctrl, max_bytes=CONTROL_MAX_BYTES)
+                if message.get("op") == "end" and message.get("seq") == request["seq"]:
+                    return "end", long
+    finally:
+        os.close(pidfd)
+
+
+def _run(ctrl: socket.socket, request: dict[str, Any], fds: list[int], slot: str) -> bool:
+    """Fork, watch and sweep one run; report it. Return False when the slot must be retired."""
+    runs = os.path.join(slot, "runs")
+    item_dir = os.path.join(runs, _RUN_DIR)
+    os.mkdir(item_dir, 0o700)
+    if _RUN_AS is not None:
+        os.chown(item_dir, *_RUN_AS)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        _child(request, item_dir, fds)
+    for fd in fds:
+        os.close(fd)
+    ended_by, long = _wait(ctrl, request, pid, started)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    _, status, usage = os.wait4(pid, 0)
+    wall_s = time.monotonic() - started
+    strays = _sweep()
+    clean = True
+    try:
+        empty_dir(runs)
+    except BaseException as e:
+        # Whatever the run left that cannot be removed, the next run must not
+        # see: the trusted side retires this template (and its tmpfs).
+        clean = False
+        with contextlib.suppress(BaseException):
+            print(f"run directory not emptied: {type(e).__name__}: {e}", file=sys.stderr)
+    send_frame(
+        ctrl,
+        {
+            "op": "done",
+            "seq": request["seq"],
+            "exit_code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+            "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+            "ended_by": ended_by,
+            "wall_s": wall_s,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "maxrss_kb": usage.ru_maxrss,
+            "strays": strays,
+            "long": long,
+            "clean": clean,
+        },
+    )
+    return clean
+
+
+class _LazyModules:
+    """A meta path finder for modules whose compiled code was read before the uid drop.
+
+    The code runs only in a child that imports the module: the template itself,
+    forked for every run, never executes it (see ``pool.DEFAULT_LAZY``).
+    """
+
+    def __init__(self, names: list[str]) -> None:
+        self.code: dict[str, tuple[types.CodeType, str | None]] = {}
+        self.missing: list[str] = []
+        for name in names:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            code = None
+            # Plain modules only: a package would need its submodules served too.
+            if spec is not None and spec.submodule_search_locations is None:
+                get_code = getattr(spec.loader, "get_code", None)
+                with contextlib.suppress(ImportError, OSError, SyntaxError, TypeError):
+                    code = get_code(name) if get_code is not None else None
+            if spec is None or code is None:
+                self.missing.append(name)
+            else:
+                self.code[name] = (code, spec.origin)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        """Return a spec for a lazy module not imported yet, else None."""
+        if name not in self.code:
+            return None
+        loader: Any = self  # a loader by duck typing: importlib.abc would import more
+        spec = importlib.machinery.ModuleSpec(name, loader, origin=self.code[name][1])
+        spec.has_location = spec.origin is not None
+        return spec
+
+    def create_module(self, spec: Any) -> None:
+        """Let the import system create the module object."""
+        return None
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        """Run the module's code in its namespace."""
+        exec(self.code[module.__name__][0], module.__dict__)
+
+
+def _run_as(config: dict[str, Any], layers: dict[str, str]) -> None:
+    """Decide the uid every run drops to, and record the layer's state."""
+    global _RUN_AS
+    if os.getuid() != 0:
+        layers["unprivileged_uid"] = f"active (not root: running as uid {os.getuid()})"
+        return
+    if "unprivileged_uid" in config.get("disable_layers", ()):
+        layers["unprivileged_uid"] = "unavailable: disabled by the pool's configuration"
+        return
+    _RUN_AS = (int(config["uid"]), int(config["gid"]))
+    layers["unprivileged_uid"] = "active"
+
+
+def main(config: dict[str, Any], layers: dict[str, str], ctrl_fd: int) -> None:
+    """Serve runs on the control socket ``ctrl_fd``: one fork per run."""
+    ctrl = socket.socket(fileno=ctrl_fd)
+    missing = []
+    for name in config["preload"]:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    lazy = _LazyModules([n for n in config["lazy"] if n not in sys.modules])
+    missing += lazy.missing
+    sys.meta_path.insert(0, lazy)
+    # As PID 1 only signals with a handler get through from inside the namespace:
+    # keep SIGINT's default so a run cannot interrupt the template. SIGXFSZ back
+    # to its default (Python ignores it) so a run over its file-size limit is
+    # killed; the template itself writes no files.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    # Honest programs print integers of any size; the run's CPU limit bounds the cost.
+    sys.set_int_max_str_digits(0)
+    _set_tempdir(os.path.join(config["scratch"], "runs", _RUN_DIR))
+    _run_as(config, layers)
+    scratch = str(config["scratch"])
+    del config
+    gc.collect()
+    gc.freeze()
+    send_frame(ctrl, {"op": "ready", "layers": layers, "missing": missing, "pid": os.getpid()})
+    while True:
+        try:
+            request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
+        except EOFError:
+            break
+        if request.get("op") != "run" or len(fds) != _RUN_FDS:
+            # A late "end" for a run that had already exited.
+            for fd in fds:
+                os.close(fd)
+            continue
+        if not _run(ctrl, request, fds, scratch):
+            break
+    _sweep()
+    os._exit(0)
