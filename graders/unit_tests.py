@@ -188,6 +188,7 @@ def score_outcomes(passed: int, total: int, *, partial_credit: bool) -> float:
 
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|nan)$", re.IGNORECASE)
+_INTEGER = re.compile(r"^[+-]?\d+$")
 
 
 def outputs_match(
@@ -199,8 +200,10 @@ def outputs_match(
     """Compare a program's output with the expected one (pure).
 
     ``exact`` compares the text; ``whitespace`` compares the whitespace-split
-    tokens; ``float`` does too, but numeric tokens match within ``tolerance``
-    (absolute or relative) and never against a non-numeric token.
+    tokens; ``float`` does too, but a token with a decimal point or an exponent
+    matches within ``tolerance`` (absolute or relative), while two integer
+    tokens compare exactly (as integers: ``007`` is ``7``), so a wrong 33-digit
+    integer cannot pass as "close"; a number never matches a non-numeric token.
     """
     if mode == "exact":
         return actual == expected
@@ -212,12 +215,26 @@ def outputs_match(
             continue
         if not (_NUMBER.match(a) and _NUMBER.match(b)):
             return False
+        if _INTEGER.match(a) and _INTEGER.match(b):
+            if _integer_text(a) != _integer_text(b):
+                return False
+            continue
         x, y = float(a), float(b)
         if math.isnan(x) or math.isnan(y):
             return False
         if not math.isclose(x, y, rel_tol=tolerance, abs_tol=tolerance):
             return False
     return True
+
+
+def _integer_text(token: str) -> str:
+    """Return an integer token's canonical text (no ``+``, no leading zeros, ``0`` unsigned).
+
+    Text, not ``int()``: Python refuses to parse decimal text past 4,300 digits.
+    """
+    negative = token.startswith("-")
+    digits = token.lstrip("+-").lstrip("0") or "0"
+    return "-" + digits if negative and digits != "0" else digits
 
 
 def _observed(report: RunReport | None, code: str) -> list[Violation]:

@@ -66,6 +66,16 @@ def test_score_outcomes(passed: int, total: int, partial: bool, expected: float)
         ("abd 1.0", "abc 1.0", "float", False),
         ("1.0 2.0", "1.0", "float", False),
         ("inf", "1e308", "float", False),
+        # Integers compare exactly under "float": a relative tolerance of 1e-6
+        # would pass a wrong 33-digit answer.
+        ("123456789012345678901234567890123", "123456789012345678901234567890124", "float", False),
+        ("1000001", "1000000", "float", False),
+        ("007", "7", "float", True),
+        ("-0", "0", "float", True),
+        ("-5", "5", "float", False),
+        ("1" * 5000, "1" * 5000, "float", True),
+        ("1" * 5000 + "1", "1" * 5000 + "2", "float", False),  # past int()'s 4,300 digits
+        ("2.9999999", "3", "float", True),  # a fraction on one side: the tolerance applies
     ],
 )
 def test_outputs_match(actual: str, expected: str, mode: Any, match: bool) -> None:
