@@ -127,7 +127,10 @@ def arbiter(
     suites = kind == "pytest"
     samples = [
         Sample(
+            # The prompt as the prompt too: its helpers (poly, encode_cyclic) are the
+            # task's, run on the trusted side, whatever the response defines.
             id=row["task_id"],
+            prompt=row["prompt"],
             response=f"```python\n{row['prompt']}{row['canonical_solution']}\n```",
             task=TaskSpec(
                 kind=kind,

@@ -310,6 +310,9 @@ def main() -> None:
     """Serve suites on the control socket whose fd is ``sys.argv[1]``: one fork per suite."""
     kernel.set_pdeathsig(signal.SIGKILL)
     ctrl = socket.socket(fileno=int(sys.argv[1]))
+    # Honest results may be integers of any size, and tests print or parse them;
+    # every suite runs under the run's deadline, which bounds the conversions.
+    sys.set_int_max_str_digits(0)
     _warm_up()
     # What the host holds now (pytest, its plugins) is never garbage: frozen, a
     # suite's collections skip it and its pages stay shared with the host.

@@ -17,6 +17,7 @@ __all__ = ["LAYERS", "MissingLayersError", "check_layers", "require_layers"]
 #: Every layer a zygote reports on.
 LAYERS: tuple[str, ...] = (
     "namespaces",
+    "run_dir_limits",
     "unprivileged_uid",
     "no_new_privs",
     "landlock",

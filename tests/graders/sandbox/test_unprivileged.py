@@ -97,3 +97,5 @@ def test_grading_as_an_ordinary_user() -> None:
     assert out["reads_passwd"] == 0.0  # Landlock, since file permissions would allow it
     assert out["fork_bomb"] in (None, 0.0)
     assert out["layers"]["namespaces"] == "active"
+    # The run directory's bounded tmpfs, mounted inside the user namespace.
+    assert out["layers"]["run_dir_limits"] == "active"

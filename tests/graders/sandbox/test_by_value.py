@@ -1,0 +1,169 @@
+"""The by-value protocol, both halves driven in this process: what crosses, and as what.
+
+The sandbox's half (:class:`graders.sandbox._remote.Session`) answers requests
+that the trusted half (:class:`graders.sandbox.proxy.Channel`) would send; each
+test builds the request as the channel does and decodes the reply as it does.
+"""
+
+from __future__ import annotations
+
+import collections
+import decimal
+import fractions
+from typing import Any
+
+import pytest
+
+from graders.sandbox import _remote, codec
+from graders.sandbox.proxy import CandidateError, Channel
+
+
+def call(session: _remote.Session, fn: str, *args: Any) -> tuple[dict[str, Any], codec.Sharing]:
+    """Send ``fn(*args)`` as the channel encodes it; return the reply and the call's sharing."""
+    sharing = codec.Sharing(grow=True)
+    request = {
+        "op": "call",
+        "id": 0,
+        "nonce": "n",
+        "fn": fn,
+        "args": codec.loads(codec.dumps(codec.encode(list(args), sharing=sharing))),
+        "kwargs": {"d": []},
+    }
+    return session.reply(request), sharing
+
+
+def session(code: str, declared: list[str]) -> _remote.Session:
+    namespace: dict[str, Any] = {"__name__": "__candidate__"}
+    exec(code, namespace)
+    return _remote.Session(namespace, declared)
+
+
+def test_only_declared_names_are_reported_or_callable() -> None:
+    s = session(
+        "def f(): return 1\ndef secret(): return 2\nimport math\nX = 3\n", ["f", "X", "math"]
+    )
+    assert dict(s.ready()["names"]) == {"f": "callable", "X": "value", "math": "module"}
+    reply, _ = call(s, "secret")
+    assert reply["err"]["builtin"] == "KeyError"
+
+
+def test_objects_of_undeclared_classes_are_opaque_and_declared_ones_usable() -> None:
+    code = (
+        "class Liar(str):\n    pass\n"
+        "class Box:\n    def __contains__(self, x): return True\n"
+        "class Stack:\n    def pop(self): return 5\n"
+        "def box(): return Box()\n"
+        "def stack(): return Stack()\n"
+    )
+    s = session(code, ["box", "stack", "Stack"])
+    reply, _ = call(s, "box")
+    assert "o" in reply["ok"]  # a Box: no class the tests name
+    reply, _ = call(s, "stack")
+    assert "r" in reply["ok"]  # a Stack: the tests name it
+    pop = s.reply(
+        {
+            "op": "do",
+            "what": "getattr",
+            "target": reply["ok"]["r"],
+            "name": "",
+            "id": 1,
+            "nonce": "m",
+            "args": {"l": ["pop"]},
+            "kwargs": {"d": []},
+        }
+    )
+    assert "r" in pop["ok"]  # a method of a declared object is usable too
+    contains = s.reply(
+        {
+            "op": "do",
+            "what": "contains",
+            "target": 0,  # the Box
+            "name": "",
+            "id": 2,
+            "nonce": "k",
+            "args": {"l": [1]},
+            "kwargs": {"d": []},
+        }
+    )
+    assert "opaque" in contains["err"]["message"]
+
+
+def test_mutations_are_copied_back_and_a_returned_argument_is_the_same_object() -> None:
+    s = session("def f(xs, d):\n    xs.sort()\n    d['n'] = len(xs)\n    return xs\n", ["f"])
+    xs, d = [3, 1, 2], {"k": [0]}
+    reply, sharing = call(s, "f", xs, d)
+    returned = codec.Sharing(sharing.objects, grow=False)
+    value = codec.decode(reply["ok"], shared=returned)
+    for n, contents in reply["after"]:
+        codec.decode_into(sharing.objects[n], contents, returned)
+    assert value is xs and xs == [1, 2, 3]
+    assert d == {"k": [0], "n": 3}
+
+
+def test_an_untouched_argument_sends_nothing_back() -> None:
+    s = session("def f(xs):\n    return sorted(xs)\n", ["f"])
+    xs = [3, 1, 2]
+    reply, _ = call(s, "f", xs)
+    assert "after" not in reply and reply["ok"] == {"l": [1, 2, 3]}
+
+
+def test_exceptions_are_named_by_identity_not_by_their_class_name() -> None:
+    code = (
+        "class StopIteration(ValueError):\n    pass\n"
+        "def named(): raise StopIteration('x')\n"
+        "def genuine(): raise __builtins__['StopIteration'] if isinstance(__builtins__, dict)"
+        " else __import__('builtins').StopIteration\n"
+    )
+    s = session(code, ["named", "genuine"])
+    reply, _ = call(s, "named")
+    assert reply["err"]["builtin"] == "ValueError" and reply["err"]["type"] == "StopIteration"
+    reply, _ = call(s, "genuine")
+    assert reply["err"]["builtin"] == "StopIteration"
+    # The trusted side raises neither as a StopIteration from a call.
+    channel = Channel.__new__(Channel)
+    channel.exceptions = {}
+    raised = channel._raised("StopIteration", None, "StopIteration", "", "call")
+    assert isinstance(raised, CandidateError) and not isinstance(raised, StopIteration)
+    assert isinstance(channel._raised("StopIteration", None, "X", "", "next"), StopIteration)
+    assert isinstance(channel._raised("ValueError", None, "StopIteration", "", "call"), ValueError)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        10**5000,
+        -(2**200),
+        range(3, 30, 4),
+        collections.deque([1, 2], maxlen=5),
+        decimal.Decimal("1.10"),
+        fractions.Fraction(3, 7),
+    ],
+    ids=["int-5000-digits", "negative-int", "range", "deque", "decimal", "fraction"],
+)
+def test_standard_values_cross_as_exact_data(value: Any) -> None:
+    decoded = codec.decode(codec.loads(codec.dumps(codec.encode(value))))
+    assert type(decoded) is type(value) and decoded == value
+
+
+def test_standard_iterators_are_consumed_in_the_sandbox() -> None:
+    s = session("def f(n):\n    return (i * i for i in range(n))\n", ["f"])
+    reply, _ = call(s, "f", 4)
+    decoded = codec.decode(reply["ok"])
+    assert list(decoded) == [0, 1, 4, 9]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"i": "12"}',  # not hex
+        b'{"i": "0x' + b"f" * (codec.MAX_INT_HEX_DIGITS + 8) + b'"}',  # too large
+        b'{"ma": 0}',  # an alias of nothing
+        b'{"m": [0, {"l": []}]}',  # a new shared container in a reply
+        b'{"rg": [0, 5, 0]}',  # a zero step
+        b'{"fr": [1, 0]}',
+        b'{"dq": [[1], -1]}',
+    ],
+)
+def test_malformed_values_are_refused(raw: bytes) -> None:
+    with pytest.raises(codec.DecodeError):
+        codec.decode(codec.loads(raw), shared=codec.Sharing(grow=False))
