@@ -267,11 +267,14 @@ def cases_from_task(task: TaskSpec | None) -> list[Case]:
     if isinstance(tests, list) and tests and isinstance(tests[0], IOCase):
         return [_stdin_case(c) for c in tests if isinstance(c, IOCase)]
     sources = [tests] if isinstance(tests, str) else [t for t in tests if isinstance(t, str)]
-    joined = _cases_from_source("\n".join(sources), task.entry_point)
+    # A pytest task's entry point names the candidate's module, not a function:
+    # every call an assert makes may be the one under test.
+    entry_point = None if task.kind == "pytest" else task.entry_point
+    joined = _cases_from_source("\n".join(sources), entry_point)
     if joined or len(sources) == 1:
         return joined
     # One unparsable assert must not hide the others.
-    return [c for s in sources for c in _cases_from_source(s, task.entry_point)]
+    return [c for s in sources for c in _cases_from_source(s, entry_point)]
 
 
 class _Index:
