@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import posixpath
+import symtable
 from collections.abc import Mapping
 from typing import Literal
 
@@ -166,6 +167,26 @@ def tally(reported: Mapping[str, str], expected: set[str]) -> dict[str, str]:
 _BUILTINS = frozenset(dir(__import__("builtins")))
 
 
+def _free_globals(source: str) -> set[str]:
+    """Return the global names ``source`` reads (in any scope) that its module never binds."""
+    try:
+        top = symtable.symtable(source, "<tests>", "exec")
+    except (SyntaxError, ValueError):
+        return set()
+    bound = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    read: set[str] = set()
+    tables = [top]
+    while tables:
+        table = tables.pop()
+        tables.extend(table.get_children())
+        for symbol in table.get_symbols():
+            if not symbol.is_referenced():
+                continue
+            if table is top or symbol.is_global():
+                read.add(symbol.get_name())
+    return read - bound
+
+
 def declared_names(files: Mapping[str, str], module: str) -> list[str]:
     """Return the names of the candidate's ``module`` that the test files use (pure).
 
@@ -183,8 +204,6 @@ def declared_names(files: Mapping[str, str], module: str) -> list[str]:
             continue
         aliases: set[str] = set()
         star = False
-        loaded: set[str] = set()
-        bound: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0:
                 for alias in node.names:
@@ -196,18 +215,6 @@ def declared_names(files: Mapping[str, str], module: str) -> list[str]:
                 for alias in node.names:
                     if alias.name == module:
                         aliases.add(alias.asname or alias.name)
-            if isinstance(node, ast.Name):
-                (loaded if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-                bound.add(node.name)
-            elif isinstance(node, ast.arg):
-                bound.add(node.arg)
-            elif isinstance(node, ast.Import | ast.ImportFrom):
-                bound.update(
-                    (a.asname or a.name).split(".")[0] for a in node.names if a.name != "*"
-                )
-            elif isinstance(node, ast.ExceptHandler) and node.name:
-                bound.add(node.name)
         for node in ast.walk(tree):
             if (
                 isinstance(node, ast.Attribute)
@@ -216,5 +223,5 @@ def declared_names(files: Mapping[str, str], module: str) -> list[str]:
             ):
                 names.add(node.attr)
         if star:
-            names.update(loaded - bound - _BUILTINS)
+            names.update(_free_globals(source) - _BUILTINS)
     return sorted(n for n in names if n.isidentifier() and not n.startswith("__"))

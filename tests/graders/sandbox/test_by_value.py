@@ -16,6 +16,7 @@ import pytest
 
 from graders.sandbox import _remote, codec
 from graders.sandbox.proxy import CandidateError, Channel
+from graders.sandbox.suites import declared_names
 
 
 def call(session: _remote.Session, fn: str, *args: Any) -> tuple[dict[str, Any], codec.Sharing]:
@@ -167,3 +168,19 @@ def test_standard_iterators_are_consumed_in_the_sandbox() -> None:
 def test_malformed_values_are_refused(raw: bytes) -> None:
     with pytest.raises(codec.DecodeError):
         codec.decode(codec.loads(raw), shared=codec.Sharing(grow=False))
+
+
+def test_a_star_import_exposes_the_global_names_the_file_reads_and_never_binds() -> None:
+    tests = (
+        "import math, pytest\n"
+        "from solution import *\n"
+        "def check(f):\n"  # the parameter shadows f inside check only
+        "    assert f(1) == pytest.approx(math.pi)\n"
+        "check(f)\n"
+        "class TestX:\n"
+        "    def test_b(self):\n"
+        "        assert sorted(g()) == [1]\n"
+    )
+    assert declared_names({"test_x.py": tests}, "solution") == ["f", "g"]
+    explicit = "import solution as s\nfrom solution import Stack\n\ndef test():\n    s.add(1)\n"
+    assert declared_names({"test_y.py": explicit}, "solution") == ["Stack", "add"]
