@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
@@ -38,7 +38,11 @@ from rubrics.loader import load_rubric, parse_rubric
 from rubrics.reward import Reward
 from rubrics.rubric import Rubric
 from rubrics.score import prompt_key, score_samples
-from store.db import ROLES, Store
+
+if TYPE_CHECKING:
+    # Imported where used: SQLAlchemy and Alembic take most of a second to import,
+    # and only the commands that open the store need them.
+    from store.db import Store
 
 __all__ = ["app", "main"]
 
@@ -398,6 +402,7 @@ def serve(
 
 def _store() -> Store:
     from api.settings import Settings
+    from store.db import Store
 
     store = Store(Settings().database_url)
     store.migrate()
@@ -410,6 +415,8 @@ def keys_create(
     name: Annotated[str, typer.Option(help="Who or what holds the key.")],
 ) -> None:
     """Create an API key and print it (the only time it is shown)."""
+    from store.db import ROLES
+
     if role not in ROLES:
         raise typer.BadParameter(f"expected one of {', '.join(ROLES)}", param_hint="--role")
     record, key = _store().create_key(name, role)
@@ -691,6 +698,8 @@ def replay_command(
     from store.review import ReviewQueue
 
     rubric = _load(rubric_path)
+    from store.db import Store
+
     store = Store(database_url or Settings().database_url)
     try:
         by_name = None if all_rubrics or logged_sha256 is not None else rubric.name

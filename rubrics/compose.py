@@ -26,8 +26,6 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 
-from scipy.stats import rankdata  # type: ignore[import-untyped]
-
 from graders.types import GradeResult, ViolationType
 from reward_models.normalize import group_zscores
 from rubrics.formula import FormulaEvalError
@@ -224,6 +222,9 @@ def _ranks(values: list[float]) -> list[float]:
     if n < 2 or max(values) == min(values):
         return [0.0] * n
     # Average ranks for ties, from 0 to n - 1, scaled to [-1, 1].
+    # Imported here: scipy takes a second to import, and only group_rank needs it.
+    from scipy.stats import rankdata  # type: ignore[import-untyped]
+
     return [2.0 * (r - 1.0) / (n - 1) - 1.0 for r in rankdata(values, method="average").tolist()]
 
 
