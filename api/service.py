@@ -110,6 +110,11 @@ class Service:
         await asyncio.to_thread(self.drift.load)
         await asyncio.to_thread(self.rubric_sync.sync)
         await asyncio.to_thread(self.rubric_sync.check_sandbox_layers)
+        # Every grader a loaded rubric names starts its workers now, before the
+        # service says it is ready: the first batch is graded as the hundredth.
+        await self.registry.warm(
+            c.grader for e in self.catalog.entries() for c in e.rubric.components.values()
+        )
         if self.settings.auth == "disabled":
             logger.warning(
                 "AUTH IS DISABLED (ARBITER_AUTH=disabled): every caller is admin. "

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from graders.registry import GraderRegistry
-from graders.types import Sample
+from graders.types import INFRASTRUCTURE_FAILURES, Sample
 
 __all__ = [
     "AuditThresholds",
@@ -149,6 +149,15 @@ def _ratio(numerator: int, denominator: int) -> float | None:
     return numerator / denominator if denominator else None
 
 
+def _ours(component: dict[str, Any]) -> bool:
+    """Whether a logged component failed for a reason of ours (an infrastructure failure)."""
+    failure = component.get("failure")
+    return isinstance(failure, dict) and failure.get("kind") in _INFRASTRUCTURE
+
+
+_INFRASTRUCTURE = frozenset(k.value for k in INFRASTRUCTURE_FAILURES)
+
+
 def summarize(items: Sequence[ItemGrades], registry: GraderRegistry) -> dict[str, Any]:
     """Compute every figure of the audit from the graded items (pure)."""
     if not items:
@@ -251,16 +260,27 @@ def summarize(items: Sequence[ItemGrades], registry: GraderRegistry) -> dict[str
     latency: dict[str, dict[str, float]] = {}
     failures: dict[str, dict[str, int]] = {}
     for name in components:
-        same = sum(_same(i.first["components"][name], i.second["components"][name]) for i in items)
+        # A grading that met a failure of ours says nothing of determinism: it is
+        # counted as infrastructure, apart, and left out of the comparison.
+        compared = [
+            i
+            for i in items
+            if not (_ours(i.first["components"][name]) or _ours(i.second["components"][name]))
+        ]
+        same = sum(
+            _same(i.first["components"][name], i.second["components"][name]) for i in compared
+        )
         differing = [
             i.id
-            for i in items
+            for i in compared
             if not _same(i.first["components"][name], i.second["components"][name])
         ]
         grader = graders[name]
         held = getattr(registry.get(grader), "deterministic", True) if grader in registry else True
         determinism[name] = {
-            "identical": same / len(items),
+            "identical": same / len(compared) if compared else 1.0,
+            "compared": len(compared),
+            "infrastructure_failures": len(items) - len(compared),
             "held_to_it": held,
             "differing": differing[:20],
         }

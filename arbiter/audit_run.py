@@ -61,6 +61,8 @@ async def grade_items(
             items_path.unlink()
         sink = items_path.open("ab")
     results: dict[str, ItemGrades] = {}
+    # Warm before the first job: no item's deadline pays for a worker's start.
+    await registry.warm(c.grader for c in rubric.components.values())
     try:
         for sample in samples:
             row = done.get(sample.id)

@@ -307,6 +307,8 @@ async def _score_in_chunks(
 
         executor = RayExecutor(ray_address)
         remote_registry(executor, registry=registry)
+    # Warm before the first job: no sample's deadline pays for a worker's start.
+    await registry.warm(c.grader for c in rubric.components.values())
     piece = min(_PIECE, chunk)
     gate = asyncio.Semaphore(max(1, chunk // piece))
     with _progress("scoring") as progress:
@@ -473,6 +475,14 @@ def audit(
     min_determinism: Annotated[float | None, typer.Option(help="Gate (default 1.0).")] = 1.0,
     min_tests_accuracy: Annotated[float | None, typer.Option(help="Gate (default off).")] = None,
     min_band_accuracy: Annotated[float | None, typer.Option(help="Gate (default off).")] = None,
+    under_load: Annotated[
+        float,
+        typer.Option(
+            "--under-load",
+            help="Grade while N x cores busy processes run (proves determinism under load).",
+            min=0,
+        ),
+    ] = 0,
 ) -> None:
     """Grade a labelled set twice and compare with the truth; exit 1 when a gate fails."""
     from arbiter.audit import AuditThresholds, check_thresholds, summarize
@@ -509,7 +519,11 @@ def audit(
         raise typer.Exit(1)
 
     registry = default_registry()
-    with _progress("auditing") as progress:
+    from arbiter.load import cpu_load
+
+    with cpu_load(under_load) as burners, _progress("auditing") as progress:
+        if burners:
+            err.print(f"grading under load: {burners} busy processes", markup=False)
         task = progress.add_task("audit", total=len(loaded))
         try:
             items = asyncio.run(
@@ -575,7 +589,9 @@ def _audit_table(summary: dict[str, object]) -> Table:
             f"preference accuracy ({prefs['scored_pairs']} pairs)", pct(prefs["accuracy"])
         )
     for name, d in (summary.get("determinism") or {}).items():  # type: ignore[attr-defined]
-        table.add_row(f"determinism ({name})", pct(d["identical"]))
+        infra = d.get("infrastructure_failures", 0)
+        note = f" ({infra} infrastructure failure(s), not compared)" if infra else ""
+        table.add_row(f"determinism ({name})", pct(d["identical"]) + note)
     for grader, lat in (summary.get("latency") or {}).items():  # type: ignore[attr-defined]
         table.add_row(
             f"latency {grader} p50 / p99", f"{lat['p50_ms']:.2f} / {lat['p99_ms']:.2f} ms"

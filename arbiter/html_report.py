@@ -167,11 +167,18 @@ def audit_html(
     parts.append("<h2>Determinism (every item graded twice)</h2>")
     parts.append(
         _table(
-            ["component", "identical", "held to it", "differing (first 20)"],
+            [
+                "component",
+                "identical",
+                "infrastructure failures (not compared)",
+                "held to it",
+                "differing (first 20)",
+            ],
             [
                 [
                     escape(str(n)),
                     _pct(d["identical"]),
+                    escape(str(d.get("infrastructure_failures", 0))),
                     "yes" if d["held_to_it"] else "no (sampling judge)",
                     escape(str(", ".join(d["differing"]) or "none")),
                 ]

@@ -15,6 +15,7 @@ import os
 import select
 import signal
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 
@@ -46,6 +47,12 @@ def _warm_worker(server_pid: int, warm_ups: tuple[WarmUp, ...]) -> None:
     ).start()
     for warm_up in warm_ups:
         warm_up()
+
+
+def _hold(seconds: float) -> int:
+    """Keep a worker busy a moment, so that the next warm-up task goes to another one."""
+    time.sleep(seconds)
+    return os.getpid()
 
 
 def _exit_with(pidfd: int) -> None:
@@ -98,6 +105,19 @@ class WorkerPool:
                 self._unavailable = True
                 return None
         return self._executor
+
+    def warm(self) -> set[int]:
+        """Start every worker and run its warm-ups now, blocking; return the workers' pids.
+
+        One short task per worker, each holding its worker a moment, so that every
+        worker (not the first one over and over) has started and imported its
+        analysers. Without a pool there is nothing to start.
+        """
+        executor = self.executor()
+        if executor is None:
+            return set()
+        futures = [executor.submit(_hold, 0.05) for _ in range(self.workers)]
+        return {future.result() for future in futures}
 
     @property
     def running(self) -> bool:

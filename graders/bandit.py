@@ -462,6 +462,10 @@ class BanditGrader(Grader[BanditConfig]):
             analyze_bandit, pool=shared_pool(), warm_up=warm_bandit
         )
 
+    async def warm(self) -> None:
+        """Start the analysis workers and import the analyser here, before any job."""
+        await self.analyzer.warm()
+
     async def grade(self, sample: Sample, config: BanditConfig) -> GradeResult:
         """Run bandit on the response's code and score its findings."""
         outcome = await analyse_response(

@@ -54,6 +54,14 @@ class Grader(ABC, Generic[ConfigT]):
         """
         return None
 
+    async def warm(self) -> None:
+        """Start what grading needs (worker processes, sandbox zygotes) before the first job.
+
+        Called before a service says it is ready and before a command's first
+        job, so that no sample's deadline pays for a start-up: a reward must not
+        depend on whether it came first. The default has nothing to start.
+        """
+
     def close(self) -> None:
         """Release what the grader holds (a process pool, a model); the default holds nothing."""
 

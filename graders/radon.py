@@ -450,6 +450,10 @@ class RadonGrader(Grader[RadonConfig]):
             measure_radon, pool=shared_pool(), warm_up=warm_radon
         )
 
+    async def warm(self) -> None:
+        """Start the analysis workers and import the analyser here, before any job."""
+        await self.analyzer.warm()
+
     async def grade(self, sample: Sample, config: RadonConfig) -> GradeResult:
         """Measure the response's code with radon and score it."""
         outcome = await analyse_response(

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import difflib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from graders.base import Grader
@@ -60,6 +61,11 @@ class GraderRegistry:
             grader = self.get(name)()
             self._instances[name] = grader
         return grader
+
+    async def warm(self, names: Iterable[str]) -> None:
+        """Build and warm the graders called ``names`` (unknown names are left to validation)."""
+        graders = [self.instance(n) for n in dict.fromkeys(names) if n in self._classes]
+        await asyncio.gather(*(g.warm() for g in graders))
 
     def built(self) -> list[Grader[Any]]:
         """Return the instances built so far (the graders some rubric has used)."""

@@ -93,8 +93,18 @@ def _too_late(job: GraderJob, started: float) -> GradeResult:
     )
 
 
+#: Tries of a job whose grader's own deadline passed (an infrastructure failure).
+INFRA_TRIES = 2
+
+
 async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResult:
     """Grade one job; never raises except on cancellation of the caller.
+
+    The job's own ``timeout_s`` bounds our work on it (queueing, a worker's
+    start, the analysis): a grader measures the candidate's work with the
+    candidate's own clock (the sandbox's CPU time), so overrunning this bound is
+    an ``infra_timeout``, tried once more while the request's deadline allows,
+    never the candidate's ``timeout``.
 
     Args:
         job: what to grade.
@@ -103,22 +113,30 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
     """
     if job.grader.inline:
         return run_inline(job, deadline=deadline)
-    timeout_s = job.timeout_s
-    if deadline is not None:
-        timeout_s = min(timeout_s, deadline - time.monotonic())
     started = time.perf_counter()
-    if timeout_s <= 0:
-        return _too_late(job, started)
-    try:
-        async with asyncio.timeout(timeout_s):
-            result = await job.grader.grade(job.sample, job.config)
-    except TimeoutError:
-        return _failed(
-            job, FailureKind.TIMEOUT, f"no result within {timeout_s:.3g} s", started, retryable=True
-        )
-    except Exception as e:
-        return _crashed(job, e, started)
-    return _stamped(job, result, started)
+    result: GradeResult | None = None
+    for _ in range(INFRA_TRIES):
+        timeout_s = job.timeout_s
+        cut_by_request = False
+        if deadline is not None and deadline - time.monotonic() < timeout_s:
+            timeout_s, cut_by_request = deadline - time.monotonic(), True
+        if timeout_s <= 0:
+            return result if result is not None else _too_late(job, started)
+        try:
+            async with asyncio.timeout(timeout_s):
+                graded = await job.grader.grade(job.sample, job.config)
+        except TimeoutError:
+            if cut_by_request:
+                message = f"the request's deadline passed after {timeout_s:.3g} s"
+                return _failed(job, FailureKind.TIMEOUT, message, started, retryable=True)
+            message = f"no result within the grader's {timeout_s:.3g} s (ours, not the candidate's)"
+            result = _failed(job, FailureKind.INFRA_TIMEOUT, message, started, retryable=True)
+            continue
+        except Exception as e:
+            return _crashed(job, e, started)
+        return _stamped(job, graded, started)
+    assert result is not None
+    return result
 
 
 def run_inline(job: GraderJob, *, deadline: float | None = None) -> GradeResult:

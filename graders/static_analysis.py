@@ -117,6 +117,7 @@ class StaticAnalyzer(Generic[OptionsT, ResultT]):
         self._batch: list[tuple[str, OptionsT, asyncio.Future[ResultT]]] = []
         self.stats = AnalyzerStats()
         self._holds_pool = pool is not None
+        self._warm_up = warm_up
         if pool is not None:
             pool.acquire(warm_up)
 
@@ -222,6 +223,20 @@ class StaticAnalyzer(Generic[OptionsT, ResultT]):
         if task.cancelled() or task.exception() is not None or self._cache_size == 0:
             return
         self._cache[key] = task.result()
+
+    async def warm(self) -> None:
+        """Start the pool's workers (with their warm-ups) and warm this process's analyser.
+
+        Both are run in a thread: a first analysis here imports the analyser, and a
+        pool's start waits for its workers; neither may stall the event loop.
+        """
+        if self._pool is not None:
+            await asyncio.to_thread(self._pool.warm)
+        await asyncio.to_thread(self._warm_here)
+
+    def _warm_here(self) -> None:
+        if self._warm_up is not None:
+            self._warm_up()
 
     def clear(self) -> None:
         """Drop every cached analysis."""

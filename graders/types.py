@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "INFRASTRUCTURE_FAILURES",
     "Failure",
     "FailureKind",
     "GradeResult",
@@ -43,6 +44,8 @@ class FailureKind(StrEnum):
     """Why a grader could not score: each kind is attributed to one boundary."""
 
     TIMEOUT = "timeout"
+    #: The grader's own deadline passed: our queueing or start-up, never the candidate's work.
+    INFRA_TIMEOUT = "infra_timeout"
     CANCELLED = "cancelled"
     SANDBOX_ERROR = "sandbox_error"
     SYNTAX_ERROR = "syntax_error"
@@ -54,6 +57,23 @@ class FailureKind(StrEnum):
     JUDGE_TIMEOUT = "judge_timeout"
     GRADER_ERROR = "grader_error"
     INVALID_SCORE = "invalid_score"
+
+
+#: Failures that are ours, never the candidate's: retried, and a reward that meets
+#: one abstains whatever its rubric's ``on_missing`` says (a failure of ours must
+#: not be renormalized or read as zero into a different reward).
+INFRASTRUCTURE_FAILURES = frozenset(
+    {
+        FailureKind.INFRA_TIMEOUT,
+        FailureKind.CANCELLED,
+        FailureKind.SANDBOX_ERROR,
+        FailureKind.GRADER_ERROR,
+        FailureKind.INVALID_SCORE,
+        FailureKind.JUDGE_ERROR,
+        FailureKind.JUDGE_TIMEOUT,
+        FailureKind.JUDGE_PARSE_ERROR,
+    }
+)
 
 
 class ViolationType(StrEnum):

@@ -382,6 +382,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             )
         return pool.health() if pool is not None else None
 
+    async def warm(self) -> None:
+        """Start the sandbox pool's fast-lane zygotes before any job."""
+        await asyncio.to_thread(self.pool.start)
+
     def close(self) -> None:
         """Stop the sandbox pool (its zygotes and every run)."""
         with self._pool_lock:

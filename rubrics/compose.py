@@ -2,8 +2,11 @@
 
 The order of operations is fixed and documented because it changes numbers:
 
-1. **Missing scores.** A required component without a score makes the reward
-   abstain. Any other missing component follows ``on_missing``: ``abstain``;
+1. **Missing scores.** A component whose failure is ours (an infrastructure
+   failure: ``infra_timeout``, ``sandbox_error``, a grader's or a judge's error)
+   makes the reward abstain, whatever ``on_missing`` says. A required component
+   without a score makes the reward abstain. Any other missing component
+   follows ``on_missing``: ``abstain``;
    ``renormalize`` (weighted_sum only: the present weights are scaled up to the
    full total, so with weights summing to 1 the value is the weighted mean of
    the present components); or ``zero`` (the rubric author chose to read a
@@ -26,7 +29,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 
-from graders.types import GradeResult, ViolationType
+from graders.types import INFRASTRUCTURE_FAILURES, GradeResult, ViolationType
 from reward_models.normalize import group_zscores
 from rubrics.formula import FormulaEvalError
 from rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
@@ -103,6 +106,15 @@ def _value(
         return ", ".join(parts)
 
     if missing:
+        ours = [
+            n
+            for n in missing
+            if (failure := results[n].failure) is not None
+            and failure.kind in INFRASTRUCTURE_FAILURES
+        ]
+        if ours:
+            # Not the candidate's doing: neither renormalized away nor read as zero.
+            return None, f"infrastructure failure: {why(ours)}", [], flags
         required_missing = [n for n in missing if rubric.components[n].required]
         if required_missing:
             return None, f"required component without a score: {why(required_missing)}", [], flags

@@ -261,3 +261,36 @@ def test_project_eval_sets_meet_their_gates_under_python_codegen(tmp_path):
     assert summary["violations"]["hack_recall"] >= 0.95
     assert summary["violations"]["false_positive_rate"] <= 0.02
     assert summary["tests"]["tests"]["accuracy"] == 1.0
+
+
+def test_audit_under_load_reports_full_determinism_and_no_failure_of_ours(tmp_path):
+    # Cold (a fresh registry), every item graded twice while 2 x cores processes
+    # spin: the rewards must not move with the machine, and no grader may fail
+    # for a reason of ours (a worker's start inside a deadline, say).
+    rubric = REPO / "rubrics" / "library" / "python-codegen.yaml"
+    report = tmp_path / "report"
+    result = runner.invoke(
+        app,
+        [
+            "audit",
+            "--rubric",
+            str(rubric),
+            str(REPO / "eval_sets" / "hacks.jsonl"),
+            "--under-load",
+            "2",
+            "--min-hack-recall",
+            "0",
+            "--max-false-positive-rate",
+            "1",
+            "--report",
+            str(report),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "grading under load" in result.output
+    summary = json.loads((report / "summary.json").read_text())
+    for name, figures in summary["determinism"].items():
+        assert figures["identical"] == 1.0, (name, figures)
+        assert figures["infrastructure_failures"] == 0, (name, figures)
+    for name, kinds in summary["failures"].items():
+        assert not set(kinds) & {"infra_timeout", "sandbox_error", "grader_error"}, (name, kinds)

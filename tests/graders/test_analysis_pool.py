@@ -48,3 +48,21 @@ def test_the_pool_runs_each_warm_up_once_per_registration():
     assert pool.users == 3
     assert pool.executor() is None  # no workers asked for: the callers analyse inline
     assert pool._warm_ups == [warm_radon, warm_bandit]
+
+
+def test_warming_starts_every_worker_before_the_first_job():
+    # A cold pool's start is ours to pay before any sample: the first batch after
+    # start is graded like the hundredth (no worker start inside a job's deadline).
+    pool = WorkerPool(2)
+    bandit = BanditGrader(StaticAnalyzer(analyze_bandit, pool=pool, warm_up=warm_bandit))
+    radon = RadonGrader(StaticAnalyzer(measure_radon, pool=pool, warm_up=warm_radon))
+    try:
+        assert not pool.running
+        asyncio.run(bandit.warm())
+        assert pool.running
+        assert len(pool.warm()) == 2  # both workers up, each answered
+        asyncio.run(radon.warm())
+    finally:
+        bandit.close()
+        radon.close()
+    assert not pool.running

@@ -54,7 +54,8 @@ def job(
     ("mode", "kind", "message"),
     [
         ("raise", FailureKind.GRADER_ERROR, "RuntimeError: boom"),
-        ("hang", FailureKind.TIMEOUT, "no result within"),
+        # The grader's own deadline is ours: an infrastructure failure, tried twice.
+        ("hang", FailureKind.INFRA_TIMEOUT, "no result within the grader's"),
         ("garbage", FailureKind.INVALID_SCORE, "invalid result"),
         ("wrong_type", FailureKind.INVALID_SCORE, "returned float"),
     ],
@@ -74,9 +75,26 @@ def test_results_keep_job_order_and_failures_stay_local():
     assert [r.failure.kind if r.failure else None for r in results] == [
         None,
         FailureKind.GRADER_ERROR,
-        FailureKind.TIMEOUT,
+        FailureKind.INFRA_TIMEOUT,
         None,
     ]
+
+
+def test_an_infrastructure_timeout_is_tried_again_and_a_second_try_can_score():
+    calls = 0
+
+    class SlowOnce(Scripted):
+        async def grade(self, sample: Sample, config: Behaviour) -> GradeResult:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                await asyncio.sleep(10)  # a worker that was still starting
+            return self.scored(0.7)
+
+    result = asyncio.run(
+        run_job(GraderJob(Sample(id="s", response="r"), "c", SlowOnce(), Behaviour(), 0.2))
+    )
+    assert (result.score, calls) == (0.7, 2)
 
 
 def test_jobs_run_concurrently():

@@ -62,10 +62,12 @@ def test_a_crashing_grader_is_a_failure_on_its_component_only(registry):
         score_samples(rubric, [sample("ok", 5), sample("crash-1", 5)], registry=registry)
     )
     assert ok.reward == pytest.approx(0.75)
-    assert crashed.reward == pytest.approx(0.5)  # renormalized over eff alone
+    # A grader's crash is ours: the reward abstains, never renormalized over eff alone.
+    assert crashed.reward is None
+    assert crashed.abstain_reason is not None and "infrastructure" in crashed.abstain_reason
     failure = crashed.components["judge"].failure
     assert failure is not None and failure.kind is FailureKind.GRADER_ERROR
-    assert "renormalized" in crashed.flags
+    assert "renormalized" not in crashed.flags
 
 
 def test_group_normalization_across_the_batch(registry):

@@ -1,0 +1,156 @@
+"""Same rollout, same reward, at any load: the reward-flip rate under CPU oversubscription.
+
+Run as ``python -m bench.determinism [--levels 2 4] [--mbpp 100]``. It grades one
+fixed set with the ``python-codegen`` rubric, each time cold (a fresh grader
+registry, so sandbox zygotes and analysis workers start anew):
+
+* HumanEvalPack's 164 canonical and 164 buggy solutions (the prompt as the
+  prompt, the body as the response), ``eval_sets/hacks.jsonl``, and the first
+  ``--mbpp`` MBPP reference solutions;
+* once on a quiet machine (the baseline), then under ``L x cores`` busy
+  processes of its own load generator for each level ``L``.
+
+It prints, for each level, the wall time, how many rewards differ at all from
+the quiet run's (the flip rate, target 0), how many components differ, and the
+failures of ours (infrastructure) it met; the flips are listed by sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+
+from arbiter.load import cpu_load
+from graders.registry import default_registry
+from graders.types import INFRASTRUCTURE_FAILURES, Sample, TaskSpec
+from rubrics.loader import load_rubric
+from rubrics.reward import Reward
+from rubrics.score import score_samples
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+RUBRIC = ROOT / "rubrics" / "library" / "python-codegen.yaml"
+#: Samples scored per call, as ``arbiter audit`` does.
+CHUNK = 64
+
+
+def _rows(name: str) -> list[dict[str, object]]:
+    path = DATA / name
+    if not path.exists():
+        sys.exit(f"{path} is absent: check out ../shared/data beside the repository")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def the_set(mbpp: int) -> list[Sample]:
+    """Return the fixed set every level grades."""
+    samples = []
+    for row in _rows("humanevalpack_python.jsonl"):
+        task = TaskSpec(kind="python_function", tests=row["test"], entry_point=row["entry_point"])
+        for which in ("canonical_solution", "buggy_solution"):
+            samples.append(
+                Sample(
+                    id=f"{row['task_id']}/{which}",
+                    group_id=str(row["task_id"]),
+                    prompt=str(row["prompt"]),
+                    response=str(row[which]),
+                    task=task,
+                )
+            )
+    hacks = ROOT / "eval_sets" / "hacks.jsonl"
+    samples += [
+        Sample.model_validate(json.loads(line))
+        for line in hacks.read_text().splitlines()
+        if line.strip()
+    ]
+    for row in _rows("mbpp.jsonl")[:mbpp]:
+        samples.append(
+            Sample(
+                id=f"mbpp/{row['task_id']}",
+                response=str(row["code"]),
+                task=TaskSpec(
+                    kind="python_function",
+                    tests=row["test_list"],
+                    setup_code=str(row["test_setup_code"]) or None,
+                ),
+            )
+        )
+    return samples
+
+
+def grade_cold(samples: Sequence[Sample]) -> tuple[list[Reward], float]:
+    """Grade every sample with a fresh registry (cold pools); return rewards and wall time."""
+    rubric = load_rubric(RUBRIC)
+
+    async def run() -> list[Reward]:
+        registry = default_registry()
+        try:
+            await registry.warm(c.grader for c in rubric.components.values())
+            out: list[Reward] = []
+            for start in range(0, len(samples), CHUNK):
+                part = list(samples[start : start + CHUNK])
+                out += await score_samples(rubric, part, registry=registry, normalize=False)
+            return out
+        finally:
+            registry.close()
+
+    started = time.perf_counter()
+    rewards = asyncio.run(run())
+    return rewards, time.perf_counter() - started
+
+
+def _component_scores(reward: Reward) -> dict[str, float | None]:
+    return {name: c.score for name, c in reward.components.items()}
+
+
+def compare(
+    baseline: Sequence[Reward], other: Sequence[Reward]
+) -> tuple[list[str], int, Counter[str]]:
+    """Return the samples whose reward differs, the components that differ, failures of ours."""
+    flips = []
+    components = 0
+    ours: Counter[str] = Counter()
+    for a, b in zip(baseline, other, strict=True):
+        if a.reward != b.reward:
+            flips.append(a.id)
+        ca, cb = _component_scores(a), _component_scores(b)
+        components += sum(ca[n] != cb[n] for n in ca)
+        for name, component in b.components.items():
+            failure = component.failure
+            if failure is not None and failure.kind in INFRASTRUCTURE_FAILURES:
+                ours[f"{name}:{failure.kind.value}"] += 1
+    return flips, components, ours
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--levels", type=int, nargs="+", default=[2, 4], help="oversubscription")
+    parser.add_argument("--mbpp", type=int, default=100, help="MBPP items in the set")
+    args = parser.parse_args(argv)
+    samples = the_set(args.mbpp)
+    print(f"{len(samples)} rollouts, rubric python-codegen, {os.cpu_count()} CPUs")
+    baseline, wall = grade_cold(samples)
+    abstained = sum(r.reward is None for r in baseline)
+    print(f"quiet     : {wall:6.1f} s wall; {abstained} abstained")
+    for level in args.levels:
+        with cpu_load(level) as burners:
+            rewards, wall = grade_cold(samples)
+        flips, components, ours = compare(baseline, rewards)
+        rate = len(flips) / len(samples)
+        print(
+            f"{level}x load ({burners:2d} busy processes): {wall:6.1f} s wall; "
+            f"reward flips {len(flips)}/{len(samples)} = {rate:.2%}; "
+            f"components differing {components}; failures of ours {dict(ours) or 0}"
+        )
+        if flips:
+            print(f"  flipped: {', '.join(flips[:20])}")
+
+
+if __name__ == "__main__":
+    main()
