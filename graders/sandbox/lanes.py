@@ -51,100 +51,68 @@ _LONG_NICE = 19
 
 
 class IdleGroup:
-    """The pool's CPU cgroup: runs in ``fast``, long-lane runs in ``long`` with ``cpu.idle``.
+    """A CPU cgroup with ``cpu.idle`` set, under this process's own, for long-lane runs.
 
     Nice 19 only weighs a run down; a core it holds still makes a waking short
     run wait for the end of its slice, and short runs wake many times each.
-    The kernel preempts an idle-policy group for any of its *peers* at once, so
-    short runs keep their latency while long ones soak up the CPU they leave.
-    The peers are the pool's own fast runs only: both lanes live under one
-    group of the pool's (``root``), which competes with everything else on the
-    host at the weight of as many busy processes as the pool has fast places.
-    A long run is therefore behind our short runs, never starved by a busy
-    host's other work (a training node's data loaders): its reward cannot
-    depend on what else the machine is doing. Needs write access to a cgroup
-    hierarchy with the ``cpu`` controller (v1 or v2, as root); where there is
-    none, :meth:`create` returns ``None`` and nice 19 (and the autogroup's nice)
-    is all the long lane gets.
+    The kernel preempts an idle-policy group for any other task at once, so
+    short runs keep their latency while long ones soak up the idle CPU. Needs
+    write access to a cgroup hierarchy with the ``cpu`` controller (v1 or v2,
+    as root); where there is none, :meth:`create` returns ``None`` and nice 19
+    (and the autogroup's nice) is all the long lane gets.
     """
 
-    def __init__(self, root: str) -> None:
-        self.root = root
-        self.fast = os.path.join(root, "fast")
-        self.path = os.path.join(root, "long")
+    def __init__(self, path: str) -> None:
+        self.path = path
 
     @classmethod
-    def create(cls, name: str, fast_places: int = 1) -> IdleGroup | None:
-        """Make the groups, or return ``None`` where this host does not allow it.
+    def create(cls, name: str) -> IdleGroup | None:
+        """Make the group, or return ``None`` where this host does not allow it.
 
-        Their name carries this process's pid, so that groups left by a process
+        Its name carries this process's pid, so that groups left by a process
         that died without closing its pool (``kill -9``, ``os._exit``) are
         removed here, by the next pool on the host, once they are empty.
         """
         name = f"{_GROUP_PREFIX}{os.getpid()}-{name}"
         for parent in _cpu_cgroup_dirs():
             _sweep_orphans(parent)
-            group = cls(os.path.join(parent, name))
+            path = os.path.join(parent, name)
             try:
-                for path in (group.root, group.fast, group.path):
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(path, 0o700)
-                _set_weight(group.root, max(1, fast_places))
-                with open(os.path.join(group.path, "cpu.idle"), "w") as f:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                pass
+            except OSError:
+                continue
+            try:
+                with open(os.path.join(path, "cpu.idle"), "w") as f:
                     f.write("1")
             except OSError:
-                group.remove(wait=False)
+                with contextlib.suppress(OSError):
+                    os.rmdir(path)
                 continue
-            return group
+            return cls(path)
         return None
 
     def add(self, pid: int) -> bool:
-        """Move one process into the long lane's group; ``False`` if it is gone (or refused)."""
-        return _move(self.path, pid)
+        """Move one process into the group; ``False`` if it is gone (or refused)."""
+        try:
+            with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+                f.write(str(pid))
+        except OSError:
+            return False
+        return True
 
-    def adopt(self, pid: int) -> None:
-        """Move a zygote and what it has started into the fast group (their forks follow)."""
-        pending = [pid]
-        while pending:
-            current = pending.pop()
-            _move(self.fast, current)
-            pending += _children(current)
-
-    def remove(self, *, wait: bool = True) -> None:
-        """Remove the groups once their processes are gone (they are killed before this)."""
-        for path in (self.path, self.fast, self.root):
-            for _ in range(50 if wait else 1):
-                try:
-                    os.rmdir(path)
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    if wait:
-                        time.sleep(0.01)
-            else:
-                if wait:
-                    logger.warning("could not remove the sandbox pool's cgroup %s", path)
-
-
-def _move(group: str, pid: int) -> bool:
-    try:
-        with open(os.path.join(group, "cgroup.procs"), "w") as f:
-            f.write(str(pid))
-    except OSError:
-        return False
-    return True
-
-
-def _set_weight(path: str, processes: int) -> None:
-    """Weigh a group as ``processes`` busy processes of default priority (v1 or v2)."""
-    shares = os.path.join(path, "cpu.shares")
-    if os.path.exists(shares):
-        with open(shares, "w") as f:
-            f.write(str(1024 * processes))
-    else:
-        with open(os.path.join(path, "cpu.weight"), "w") as f:
-            f.write(str(min(10000, 100 * processes)))
+    def remove(self) -> None:
+        """Remove the group once its processes are gone (they are killed before this)."""
+        for _ in range(50):
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.01)
+        logger.warning("could not remove the long lane's cgroup %s", self.path)
 
 
 #: Every idle group's name starts so, then the owning process's pid and a dash.
@@ -164,8 +132,8 @@ def _sweep_orphans(parent: str) -> None:
         try:
             os.kill(int(owner), 0)
         except ProcessLookupError:
-            # Not empty yet, or raced: left for later.
-            IdleGroup(os.path.join(parent, entry)).remove(wait=False)
+            with contextlib.suppress(OSError):  # not empty yet, or raced: left for later
+                os.rmdir(os.path.join(parent, entry))
         except OSError:
             continue  # alive (another user's process, say)
 

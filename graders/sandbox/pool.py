@@ -486,9 +486,6 @@ class _Slot:
             ) from e
         self.layers = dict(ready["layers"])
         self.missing = list(ready["missing"])
-        if self.pool.idle_group is not None and self.proc is not None:
-            # Its runs compete within the pool's group, not with the whole host.
-            self.pool.idle_group.adopt(self.proc.pid)
 
     def kill(self) -> None:
         if self.proc is not None:
@@ -639,11 +636,7 @@ class SandboxPool:
                 self.uids.release()
                 raise
             if os.geteuid() == 0:
-                self.idle_group = IdleGroup.create(os.path.basename(self.scratch), self.size)
-                if self.idle_group is not None:
-                    for slot in self._slots:
-                        if slot.proc is not None:
-                            self.idle_group.adopt(slot.proc.pid)
+                self.idle_group = IdleGroup.create(os.path.basename(self.scratch))
             self._started = True
             # Zygotes die with this process anyway (PDEATHSIG); this also removes scratch.
             atexit.register(self.close)
