@@ -112,15 +112,16 @@ def _component_scores(reward: Reward) -> dict[str, float | None]:
 def compare(
     baseline: Sequence[Reward], other: Sequence[Reward]
 ) -> tuple[list[str], int, Counter[str]]:
-    """Return the samples whose reward differs, the components that differ, failures of ours."""
+    """Return the flipped samples (with what moved), the components moved, failures of ours."""
     flips = []
     components = 0
     ours: Counter[str] = Counter()
     for a, b in zip(baseline, other, strict=True):
-        if a.reward != b.reward:
-            flips.append(a.id)
         ca, cb = _component_scores(a), _component_scores(b)
-        components += sum(ca[n] != cb[n] for n in ca)
+        moved = [f"{n} {ca[n]} -> {cb[n]}" for n in ca if ca[n] != cb[n]]
+        if a.reward != b.reward:
+            flips.append(f"{a.id} ({'; '.join(moved) or 'no component moved'})")
+        components += len(moved)
         for name, component in b.components.items():
             failure = component.failure
             if failure is not None and failure.kind in INFRASTRUCTURE_FAILURES:
@@ -148,8 +149,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             f"reward flips {len(flips)}/{len(samples)} = {rate:.2%}; "
             f"components differing {components}; failures of ours {dict(ours) or 0}"
         )
-        if flips:
-            print(f"  flipped: {', '.join(flips[:20])}")
+        for flip in flips[:20]:
+            print(f"  flipped: {flip}")
 
 
 if __name__ == "__main__":

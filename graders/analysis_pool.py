@@ -116,8 +116,14 @@ class WorkerPool:
         executor = self.executor()
         if executor is None:
             return set()
-        futures = [executor.submit(_hold, 0.05) for _ in range(self.workers)]
-        return {future.result() for future in futures}
+        try:
+            futures = [executor.submit(_hold, 0.05) for _ in range(self.workers)]
+            return {future.result() for future in futures}
+        except Exception as e:  # BrokenProcessPool, or workers that cannot start at all
+            # Not fatal: the next use starts a fresh pool, or analyses inline.
+            logger.warning("analysis workers did not start (%s): %s", type(e).__name__, e)
+            self.discard(executor)
+            return set()
 
     @property
     def running(self) -> bool:
