@@ -18,7 +18,6 @@ the sandbox, one request at a time.
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import gc
 import json
@@ -41,7 +40,6 @@ from graders.sandbox.proxy import (
     ChannelBroken,
     LoadResult,
     Neutral,
-    candidate_exception_class,
 )
 
 #: Hardened flags: no conftest, no ini file, no cache, no plugin autoload (env),
@@ -121,12 +119,7 @@ def candidate_module(
         if global_name.startswith("__"):
             continue
         if kind.startswith("exception:"):
-            found = getattr(builtins, kind.removeprefix("exception:"), None)
-            if not (isinstance(found, type) and issubclass(found, Exception)):
-                found = Exception
-            cls = candidate_exception_class(found, global_name)
-            channel.exceptions[global_name] = cls
-            setattr(module, global_name, cls)
+            setattr(module, global_name, channel.exception_stand_in(global_name, kind))
         else:
             setattr(module, global_name, channel.do("global", None, name=global_name))
         exported.append(global_name)

@@ -35,7 +35,6 @@ from graders.sandbox.proxy import (
     ChannelBroken,
     LoadResult,
     Uncrossable,
-    candidate_exception_class,
 )
 from graders.sandbox.syntax import parse_module
 
@@ -512,12 +511,7 @@ def _bind_candidate(
         if kind in ("callable", "class"):
             namespace[name] = CandidateFunction(channel, name)
         elif kind.startswith("exception:"):
-            found = getattr(builtins, kind.removeprefix("exception:"), None)
-            if not (isinstance(found, type) and issubclass(found, Exception)):
-                found = Exception
-            cls = candidate_exception_class(found, name)
-            channel.exceptions[name] = cls
-            namespace[name] = cls
+            namespace[name] = channel.exception_stand_in(name, kind)
         elif kind == "value":
             namespace[name] = channel.do("global", None, name=name)
 

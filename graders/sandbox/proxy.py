@@ -188,8 +188,21 @@ class Channel:
         #: Stand-ins for the candidate's exception classes, by name.
         self.exceptions: dict[str, type[CandidateError]] = {}
 
+    def exception_stand_in(self, name: str, kind: str) -> type[CandidateError]:
+        """Make and register the stand-in for the candidate's exception class ``name``.
+
+        ``kind`` is its load report's ``exception:<builtin>``: the stand-in
+        derives from that builtin exception (``Exception`` if it is no such one).
+        """
+        found = getattr(builtins, kind.removeprefix("exception:"), None)
+        if not (isinstance(found, type) and issubclass(found, Exception)):
+            found = Exception
+        cls = candidate_exception_class(found, name)
+        self.exceptions[name] = cls
+        return cls
+
     def _handle(self, value: Any) -> int:
-        if isinstance(value, RemoteObject | Opaque) and value._channel is self:
+        if isinstance(value, Opaque) and value._channel is self:
             return value.handle
         raise codec.EncodeError(f"a value of type {type(value).__name__} cannot be sent")
 
@@ -460,15 +473,13 @@ class Channel:
         return CandidateError(type_name, message, builtin)
 
 
-class RemoteObject:
-    """A handle to an object that stays in the sandbox (an instance of the candidate's class).
+class Opaque:
+    """A value that stayed in the sandbox and is not part of the API the tests name.
 
-    It can be passed back to the candidate's functions; its attributes, calls,
-    iteration, length, items, ``in`` and ``str`` are asked of the sandbox and
-    answered with data (or more handles). It equals only itself: an object
-    whose ``__eq__`` always returns True stays on the other side, so it cannot
-    satisfy a comparison made here, and comparing it with anything else fails
-    the test. Its truth value is unknown here, and asking for it fails the test.
+    It equals only itself, answers no question (no attribute, call, iteration,
+    length, membership, truth value), and any use records an event that fails
+    the test, even one that catches the error. It can only be passed back to
+    the candidate's functions, or shown (its ``repr`` is made here).
     """
 
     __slots__ = ("_channel", "handle")
@@ -481,10 +492,10 @@ class RemoteObject:
 
     def _refuse(self, what: str) -> Uncrossable:
         self._channel.events.append("uncrossable_result")
-        return Uncrossable(f"the {what} of an object in the sandbox is not decided here")
+        return Uncrossable(f"the {what} of a value in the sandbox is not decided here")
 
-    def __bool__(self) -> bool:
-        raise self._refuse("truth value")
+    def __repr__(self) -> str:
+        return f"<opaque value #{self.handle} in the sandbox>"
 
     def __eq__(self, other: object) -> bool:
         if other is self:
@@ -497,6 +508,52 @@ class RemoteObject:
         raise self._refuse("equality")
 
     __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise self._refuse("truth value")
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise self._refuse(f"attribute {name!r}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise self._refuse(f"attribute {name!r}")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Refuse: an opaque value is never called here."""
+        raise self._refuse("call")
+
+    def __iter__(self) -> Any:
+        raise self._refuse("iteration")
+
+    def __len__(self) -> int:
+        raise self._refuse("length")
+
+    def __contains__(self, item: Any) -> bool:
+        raise self._refuse("membership")
+
+    def __getitem__(self, key: Any) -> Any:
+        raise self._refuse("item")
+
+    def __lt__(self, other: object) -> bool:
+        raise self._refuse("order")
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+
+class RemoteObject(Opaque):
+    """A handle to an object of the API the tests name: a declared class, its instance, a method.
+
+    It can be passed back to the candidate's functions; its attributes, calls,
+    iteration, length, items, ``in`` and ``str`` are asked of the sandbox and
+    answered with data (or more handles). As an :class:`Opaque` value, it
+    equals only itself (an object whose ``__eq__`` always returns True stays on
+    the other side, so it cannot satisfy a comparison made here), and its truth
+    value and order are not decided here: asking fails the test.
+    """
+
+    __slots__ = ()
 
     def __repr__(self) -> str:
         return f"<object #{self.handle} in the sandbox>"
@@ -547,75 +604,6 @@ class RemoteObject:
         if type(text) is not str:
             raise TypeError("str() of an object in the sandbox was not a str")
         return text
-
-
-class Opaque:
-    """A value that stayed in the sandbox and is not part of the API the tests name.
-
-    It equals only itself, answers no question (no attribute, call, iteration,
-    length, membership, truth value), and any use records an event that fails
-    the test, even one that catches the error. It can only be passed back to
-    the candidate's functions, or shown (its ``repr`` is made here).
-    """
-
-    __slots__ = ("_channel", "handle")
-    _channel: Channel
-    handle: int
-
-    def __init__(self, channel: Channel, handle: int) -> None:
-        object.__setattr__(self, "_channel", channel)
-        object.__setattr__(self, "handle", handle)
-
-    def _refuse(self, what: str) -> Uncrossable:
-        self._channel.events.append("uncrossable_result")
-        return Uncrossable(f"the {what} of a value that is not data is not decided here")
-
-    def __repr__(self) -> str:
-        return f"<opaque value #{self.handle} in the sandbox>"
-
-    def __eq__(self, other: object) -> bool:
-        if other is self:
-            return True
-        raise self._refuse("equality")
-
-    def __ne__(self, other: object) -> bool:
-        if other is self:
-            return False
-        raise self._refuse("equality")
-
-    __hash__ = object.__hash__
-
-    def __bool__(self) -> bool:
-        raise self._refuse("truth value")
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name)
-        raise self._refuse(f"attribute {name!r}")
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise self._refuse(f"attribute {name!r}")
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """Refuse: an opaque value is never called here."""
-        raise self._refuse("call")
-
-    def __iter__(self) -> Any:
-        raise self._refuse("iteration")
-
-    def __len__(self) -> int:
-        raise self._refuse("length")
-
-    def __contains__(self, item: Any) -> bool:
-        raise self._refuse("membership")
-
-    def __getitem__(self, key: Any) -> Any:
-        raise self._refuse("item")
-
-    def __lt__(self, other: object) -> bool:
-        raise self._refuse("order")
-
-    __le__ = __gt__ = __ge__ = __lt__
 
 
 class Neutral:

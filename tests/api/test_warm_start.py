@@ -7,29 +7,17 @@ from pathlib import Path
 
 from graders.types import INFRASTRUCTURE_FAILURES
 from tests.api.conftest import REPO, StartServer
+from tests.api.test_hardening import descendants
 
 
-def _descendants(pid: int) -> list[tuple[int, str]]:
-    """Return (pid, command line) of every process below ``pid``."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
+def _command_lines(pid: int) -> list[str]:
+    """Return the command lines of every process below ``pid``."""
+    out = []
+    for child in descendants(pid):
         try:
-            stat = (entry / "stat").read_text()
+            out.append(Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ").decode())
         except OSError:
             continue
-        parent = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(parent, []).append(int(entry.name))
-    out, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            try:
-                cmdline = Path(f"/proc/{child}/cmdline").read_bytes().replace(b"\0", b" ")
-            except OSError:
-                continue
-            out.append((child, cmdline.decode(errors="replace")))
-            stack.append(child)
     return out
 
 
@@ -40,8 +28,8 @@ def test_static_analysis_workers_run_before_ready_and_the_first_batch_equals_a_l
     assert server.process is not None
     # Ready means warm: the analysis workers (bandit, radon) already run, before
     # any request could make a first sample wait for their start.
-    workers = [c for _, c in _descendants(server.process.pid) if "forkserver" in c]
-    assert len(workers) >= 2, _descendants(server.process.pid)
+    workers = [c for c in _command_lines(server.process.pid) if "forkserver" in c]
+    assert len(workers) >= 2, _command_lines(server.process.pid)
     demo = REPO / "eval_sets" / "codegen-demo.jsonl"
     samples = [json.loads(line) for line in demo.read_text().splitlines() if line.strip()]
     with server.client() as http:
