@@ -9,8 +9,10 @@ exit codes, which stay consistent only while they are read side by side.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections import Counter
@@ -165,10 +167,8 @@ def rubric_schema(
 ) -> None:
     """Print the JSON Schema of rubric files (for yaml-language-server and editors)."""
     text = json.dumps(rubric_json_schema(), indent=2) + "\n"
-    if output is None:
-        sys.stdout.write(text)
-    else:
-        output.write_text(text, encoding="utf-8")
+    with _output(output) as sink:
+        sink.write(text.encode("utf-8"))
 
 
 @rubric_app.command("graders")
@@ -192,17 +192,42 @@ def _progress(label: str) -> Progress:
 
 
 @contextmanager
-def _atomic_output(path: Path | None) -> Iterator[IO[bytes]]:
-    """Write to ``path`` only once everything is written (no half files), or to stdout."""
-    if path is None:
+def _output(path: Path | None) -> Iterator[IO[bytes]]:
+    """Open where ``-o`` points, so that a failure leaves no half file and harms nothing.
+
+    No path or ``-``: standard output. A target that is not a regular file (a
+    device such as ``/dev/null``, a FIFO) is written through, never replaced. A
+    regular file, or a new one, is written beside the target and renamed over
+    it once complete; a symlink is followed, so the link stays a link. A new
+    file gets the umask's mode; a replaced one keeps its mode (and, where the
+    owner may be kept, its owner).
+    """
+    if path is None or str(path) == "-":
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or Path("."))
+    target = Path(os.path.realpath(path))
     try:
+        existing: os.stat_result | None = target.stat()
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing.st_mode):
+        with open(target, "wb", buffering=0) as through:
+            yield through
+        return
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        if existing is None:
+            mask = os.umask(0)
+            os.umask(mask)
+            os.fchmod(fd, 0o666 & ~mask)
+        else:
+            os.fchmod(fd, stat.S_IMODE(existing.st_mode))
+            with contextlib.suppress(OSError):
+                os.fchown(fd, existing.st_uid, existing.st_gid)
         with os.fdopen(fd, "wb") as f:
             yield f
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -216,7 +241,7 @@ def score(
     rubric_path: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric file.")],
     output: Annotated[
         Path | None,
-        typer.Option("-o", "--output", help="Write rewards here (default: stdout)."),
+        typer.Option("-o", "--output", help="Write rewards here ('-' or none: stdout)."),
     ] = None,
     skip_invalid: Annotated[
         bool, typer.Option("--skip-invalid", help="Report and skip bad input lines.")
@@ -263,12 +288,13 @@ def score(
     samples = [s for _, s in numbered]
 
     rewards = asyncio.run(_score_in_chunks(rubric, samples, chunk_size, ray_address))
-    with _atomic_output(output) as sink:
+    with _output(output) as sink:
         for reward in rewards:
             sink.write(orjson.dumps(reward.model_dump(mode="json")))
             sink.write(b"\n")
 
-    show = out if output is not None else err
+    to_file = output is not None and str(output) != "-"
+    show = out if to_file else err
     title = f"{rubric.name} v{rubric.version} on {source}: {len(rewards)} sample(s)"
     if issues:
         title += f", {len(issues)} invalid line(s) skipped"
@@ -276,7 +302,7 @@ def score(
         show.print(rewards_table(rewards, title))
     if table in ("summary", "auto"):
         show.print(summary_table(rewards, "summary" if len(rewards) <= ROW_TABLE_LIMIT else title))
-    if output is not None:
+    if to_file:
         show.print(
             f"wrote {len(rewards)} reward(s) to {output}",
             markup=False,
