@@ -160,8 +160,6 @@ class LoadResult:
     names: dict[str, str] = field(default_factory=dict)
     error_type: str = ""
     error_message: str = ""
-    #: The builtin exception the load error derives from, by identity.
-    error_builtin: str = ""
 
 
 class Channel:
@@ -258,7 +256,6 @@ class Channel:
                 False,
                 error_type=str(message.get("type", ""))[:200],
                 error_message=str(message.get("message", ""))[:2000],
-                error_builtin=str(message.get("builtin", ""))[:200],
             )
         names = message.get("names")
         if type(names) is not list or not all(
