@@ -1,5 +1,5 @@
 """``python -m arbiter`` runs the CLI."""
 
-from arbiter.cli import main
+from arbiter.entry import main
 
 main()

@@ -11,8 +11,10 @@ registry, so sandbox zygotes and analysis workers start anew):
   processes of its own load generator for each level ``L``.
 
 It prints, for each level, the wall time, how many rewards differ at all from
-the quiet run's (the flip rate, target 0), how many components differ, and the
-failures of ours (infrastructure) it met; the flips are listed by sample.
+the quiet run's (the flip rate, target 0), how many components differ, the
+failures of ours (infrastructure) it met, and how many HumanEvalPack canonical
+solutions passed every test with no component failure; the flips are listed by
+sample.
 """
 
 from __future__ import annotations
@@ -129,6 +131,19 @@ def compare(
     return flips, components, ours
 
 
+def canonical(samples: Sequence[Sample], rewards: Sequence[Reward]) -> str:
+    """Say how many HumanEvalPack canonical solutions passed every test, none failing."""
+    passed = failed = total = 0
+    for sample, reward in zip(samples, rewards, strict=True):
+        if not sample.id.endswith("/canonical_solution"):
+            continue
+        total += 1
+        tests = reward.components.get("tests")
+        passed += tests is not None and tests.score == 1.0
+        failed += any(c.failure is not None for c in reward.components.values())
+    return f"canonical {passed}/{total} pass, {failed} with a component failure"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--levels", type=int, nargs="+", default=[2, 4], help="oversubscription")
@@ -138,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{len(samples)} rollouts, rubric python-codegen, {os.cpu_count()} CPUs")
     baseline, wall = grade_cold(samples)
     abstained = sum(r.reward is None for r in baseline)
-    print(f"quiet     : {wall:6.1f} s wall; {abstained} abstained")
+    print(f"quiet     : {wall:6.1f} s wall; {abstained} abstained; {canonical(samples, baseline)}")
     for level in args.levels:
         with cpu_load(level) as burners:
             rewards, wall = grade_cold(samples)
@@ -147,7 +162,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(
             f"{level}x load ({burners:2d} busy processes): {wall:6.1f} s wall; "
             f"reward flips {len(flips)}/{len(samples)} = {rate:.2%}; "
-            f"components differing {components}; failures of ours {dict(ours) or 0}"
+            f"components differing {components}; failures of ours {dict(ours) or 0}; "
+            f"{canonical(samples, rewards)}"
         )
         for flip in flips[:20]:
             print(f"  flipped: {flip}")

@@ -8,6 +8,7 @@ one component; the batch goes on. The failure is recorded once, here.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Sequence
@@ -17,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from graders.base import Grader, GraderConfig
+from graders.credit import credit_listener
 from graders.types import FailureKind, GradeResult, Sample
 
 __all__ = ["GraderJob", "run_inline", "run_job", "run_jobs"]
@@ -93,6 +95,35 @@ def _too_late(job: GraderJob, started: float) -> GradeResult:
     )
 
 
+class _JobClock:
+    """A job's timeout, moved later by the wait for a CPU credited to its sandbox runs.
+
+    The sandbox credits a run that the host kept off the CPU (see
+    :mod:`graders.sandbox.clock`); the job that waits for the run moves by as
+    much, never past the request's own deadline.
+    """
+
+    def __init__(self, timeout: asyncio.Timeout, request_deadline: float | None) -> None:
+        self._timeout = timeout
+        self._loop = asyncio.get_running_loop()
+        self._limit = request_deadline
+
+    def extend(self, seconds: float) -> None:
+        """Move the timeout ``seconds`` later (from any thread)."""
+        with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits
+            self._loop.call_soon_threadsafe(self._move, seconds)
+
+    def _move(self, seconds: float) -> None:
+        when = self._timeout.when()
+        if when is None or self._timeout.expired():
+            return
+        later = when + seconds
+        if self._limit is not None:
+            # The loop's clock is time.monotonic(), as the request's deadline is.
+            later = min(later, self._limit)
+        self._timeout.reschedule(max(when, later))
+
+
 #: Tries of a job whose grader's own deadline passed (an infrastructure failure).
 INFRA_TRIES = 2
 
@@ -123,8 +154,12 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
         if timeout_s <= 0:
             return result if result is not None else _too_late(job, started)
         try:
-            async with asyncio.timeout(timeout_s):
-                graded = await job.grader.grade(job.sample, job.config)
+            async with asyncio.timeout(timeout_s) as cm:
+                token = credit_listener.set(_JobClock(cm, deadline).extend)
+                try:
+                    graded = await job.grader.grade(job.sample, job.config)
+                finally:
+                    credit_listener.reset(token)
         except TimeoutError:
             if cut_by_request:
                 message = f"the request's deadline passed after {timeout_s:.3g} s"

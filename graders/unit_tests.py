@@ -34,6 +34,7 @@ drives lives apart (:mod:`graders.sandbox.checks`, :mod:`graders.sandbox.suite_h
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import functools
 import hashlib
@@ -305,6 +306,7 @@ def _report_details(report: RunReport | None) -> dict[str, Any] | None:
         "maxrss_kb": report.maxrss_kb,
         "strays": report.strays,
         "long": report.long,
+        "credit_s": round(report.credit_s, 4),
     }
 
 
@@ -383,8 +385,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         return pool.health() if pool is not None else None
 
     async def warm(self) -> None:
-        """Start the sandbox pool's fast-lane zygotes before any job."""
+        """Start the sandbox pool's fast-lane zygotes (and the pytest host) before any job."""
         await asyncio.to_thread(self.pool.start)
+        if self.pool.config.pytest:
+            await asyncio.to_thread(self.suites.start)
 
     def close(self) -> None:
         """Stop the sandbox pool (its zygotes and every run)."""
@@ -412,7 +416,11 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
     async def grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Grade one sample in a worker thread (sandbox I/O and trusted tests block)."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._workers(), self.grade_sync, sample, config)
+        # The runner's credit listener must reach the runs (see graders.sandbox.clock).
+        context = contextvars.copy_context()
+        return await loop.run_in_executor(
+            self._workers(), context.run, self.grade_sync, sample, config
+        )
 
     def grade_sync(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Grade one sample, blocking; never raises for a bad response or task."""
@@ -725,6 +733,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             raise SandboxError("this pool was started without pytest support")
         limits = config.limits()
         declared = declared_names(sources, module)
+        # Started before the run, whose clock must not count the host's start.
+        self.suites.start()
         # The candidate loads in a confined child, as for a function task; the
         # tests run in the trusted pytest host against a proxy of its module.
         with self.pool.function_run(code, limits, declared) as run:

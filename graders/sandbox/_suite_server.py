@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 
 from graders.sandbox import _linux as kernel
+from graders.sandbox.clock import DeadlineView
 from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
 from graders.sandbox.proxy import (
     Channel,
@@ -200,7 +201,7 @@ def _load(channel: Channel) -> tuple[LoadResult | None, str]:
     return load, ""
 
 
-def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int) -> None:
+def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int, deadline_fd: int) -> None:
     """Run one suite (in a forked child) and write its one-line report to ``report_fd``."""
     root = tempfile.mkdtemp(prefix="suite-")
     tests_dir = os.path.join(root, "tests")
@@ -215,8 +216,9 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int) -> None:
     out = os.open(os.path.join(root, "output"), os.O_RDWR | os.O_CREAT, 0o600)
     os.dup2(out, 1)
     os.dup2(out, 2)
+    # The run's deadline, as the pool moves it (the run's credited waits for a CPU).
     channel = Channel(
-        socket.socket(fileno=chan_fd), float(request["deadline"]), max_bytes=request["max_bytes"]
+        socket.socket(fileno=chan_fd), DeadlineView(deadline_fd), max_bytes=request["max_bytes"]
     )
     report: dict[str, Any] = {"load_error": "", "status": None}
     try:
@@ -319,10 +321,10 @@ def main() -> None:
             request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
         except EOFError:
             break
-        if len(fds) != 2:
+        if len(fds) != 3:
             for fd in fds:
                 os.close(fd)
-            send_frame(ctrl, {"op": "refused", "detail": "a suite needs two descriptors"})
+            send_frame(ctrl, {"op": "refused", "detail": "a suite needs three descriptors"})
             continue
         pid = os.fork()
         if pid == 0:
@@ -331,7 +333,7 @@ def main() -> None:
                 ctrl.close()
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
                 kernel.set_pdeathsig(signal.SIGKILL)
-                run_suite(request, fds[0], fds[1])
+                run_suite(request, fds[0], fds[1], fds[2])
             except BaseException:
                 status = 70
                 with contextlib.suppress(BaseException):

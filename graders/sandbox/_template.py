@@ -57,8 +57,6 @@ from graders.sandbox.frames import (
 )
 
 _CHANNEL_FD = 3
-#: A run in the long lane runs at the lowest CPU priority, behind every short one.
-_LONG_NICE = 19
 #: Each run's directory, under the slot's runs/: made empty for every run.
 _RUN_DIR = "run"
 #: Descriptors a run request carries: channel, stdin, stdout, stderr.
@@ -286,36 +284,37 @@ def _sweep() -> int:
         swept += 1
 
 
-def _wait(
-    ctrl: socket.socket, request: dict[str, Any], pid: int, started: float
-) -> tuple[str, bool]:
-    """Wait for the run to exit, its deadline, or the trusted side's "end"; say which."""
+def _wait(ctrl: socket.socket, request: dict[str, Any], pid: int, started: float) -> str:
+    """Wait for the run to exit, its deadline, or the trusted side's "end"; say which.
+
+    The trusted side may move the deadline later ("extend", with the run's new
+    backstop): it credits the run with the time its processes waited for a CPU.
+    Lanes and priorities are the trusted side's too (it reaches the run's
+    processes through the host's /proc, which no process in here can read).
+    """
     deadline = started + float(request["limits"]["timeout_s"])
-    long_at = started + float(request["limits"].get("long_after_s", math.inf))
-    long = False
     pidfd = os.pidfd_open(pid)
-    ended_by = "exit"
     poller = select.poll()
     poller.register(pidfd, select.POLLIN)
     poller.register(ctrl, select.POLLIN)
     try:
         while True:
-            now = time.monotonic()
-            if not long and now >= long_at:
-                # Into the long lane: behind every short run, whose place it gives up.
-                long = True
-                with contextlib.suppress(OSError):
-                    os.setpriority(os.PRIO_PGRP, pid, _LONG_NICE)
-            left_ms = ((deadline if long else min(deadline, long_at)) - now) * 1000
-            if deadline <= now:
-                return "deadline", long
+            left_ms = (deadline - time.monotonic()) * 1000
+            # Polled even past the deadline: an "extend" sent before it still counts.
             ready = {fd for fd, _ in poller.poll(max(0.0, left_ms))}
             if pidfd in ready:
-                return ended_by, long
+                return "exit"
             if ctrl.fileno() in ready:
                 message = recv_frame(ctrl, max_bytes=CONTROL_MAX_BYTES)
-                if message.get("op") == "end" and message.get("seq") == request["seq"]:
-                    return "end", long
+                if message.get("seq") != request["seq"]:
+                    continue
+                if message.get("op") == "end":
+                    return "end"
+                if message.get("op") == "extend":
+                    deadline = max(deadline, started + float(message["timeout_s"]))
+                continue
+            if deadline <= time.monotonic():
+                return "deadline"
     finally:
         os.close(pidfd)
 
@@ -335,7 +334,7 @@ def _run(ctrl: socket.socket, request: dict[str, Any], fds: list[int], slot: str
         _child(request, item_dir, fds)
     for fd in fds:
         os.close(fd)
-    ended_by, long = _wait(ctrl, request, pid, started)
+    ended_by = _wait(ctrl, request, pid, started)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
     _, status, usage = os.wait4(pid, 0)
@@ -362,7 +361,6 @@ def _run(ctrl: socket.socket, request: dict[str, Any], fds: list[int], slot: str
             "cpu_s": usage.ru_utime + usage.ru_stime,
             "maxrss_kb": usage.ru_maxrss,
             "strays": strays,
-            "long": long,
             "clean": clean,
         },
     )
@@ -459,7 +457,7 @@ def main(config: dict[str, Any], layers: dict[str, str], ctrl_fd: int) -> None:
         except EOFError:
             break
         if request.get("op") != "run" or len(fds) != _RUN_FDS:
-            # A late "end" for a run that had already exited.
+            # A late "end" or "extend" for a run that had already exited.
             for fd in fds:
                 os.close(fd)
             continue

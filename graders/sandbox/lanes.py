@@ -1,12 +1,14 @@
 """How a pool schedules its runs: a fast lane and a long lane, and moving a run between them.
 
 A run enters the fast lane (one place per core); once it has run for its
-``long_after_s`` it moves to the long lane, its processes drop to the lowest
+``long_after_s`` of its own time (the wall clock less its wait for a CPU) it
+moves to the long lane, its processes drop to the lowest
 CPU priority (and, where the host allows, into a ``cpu.idle`` cgroup), and its
 fast place goes to the next run. :class:`Lanes` admits runs, :func:`demote`
 lowers one, :class:`LeastAttained` gives the long lane's CPU first to the long
 runs that have had the least, :class:`Timers` is the one thread that demotes
-and ranks on time, and :class:`IdleGroup` is the cgroup. The zygote and the
+and ranks on time, and :class:`IdleGroup` is the cgroup. :class:`LeastAttained` also credits each
+long run with the time it waited for a CPU (see :mod:`graders.sandbox.clock`). The zygote and the
 confined runs never see any of this: it all happens on the trusted side.
 """
 
@@ -22,10 +24,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from graders.sandbox.errors import SandboxError
 
-__all__ = ["IdleGroup", "Lanes", "LeastAttained", "Timers", "demote"]
+__all__ = ["IdleGroup", "Lanes", "LeastAttained", "Timers", "demote", "waited_s"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +67,8 @@ class IdleGroup:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        #: The group this one was made under (this process's own): favoured long runs go back there.
+        self.parent = os.path.dirname(path)
 
     @classmethod
     def create(cls, name: str) -> IdleGroup | None:
@@ -95,12 +100,11 @@ class IdleGroup:
 
     def add(self, pid: int) -> bool:
         """Move one process into the group; ``False`` if it is gone (or refused)."""
-        try:
-            with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
-                f.write(str(pid))
-        except OSError:
-            return False
-        return True
+        return _move(pid, self.path)
+
+    def release(self, pid: int) -> bool:
+        """Move one process back out, into the parent group; ``False`` if it is gone."""
+        return _move(pid, self.parent)
 
     def remove(self) -> None:
         """Remove the group once its processes are gone (they are killed before this)."""
@@ -113,6 +117,15 @@ class IdleGroup:
             except OSError:
                 time.sleep(0.01)
         logger.warning("could not remove the long lane's cgroup %s", self.path)
+
+
+def _move(pid: int, group: str) -> bool:
+    try:
+        with open(os.path.join(group, "cgroup.procs"), "w") as f:
+            f.write(str(pid))
+    except OSError:
+        return False
+    return True
 
 
 #: Every idle group's name starts so, then the owning process's pid and a dash.
@@ -197,17 +210,50 @@ def demote(zygote_pid: int, idle: IdleGroup | None) -> None:
     """Drop the run under a slot's zygote (and what it started) to the lowest CPU priority.
 
     Into ``idle`` where the host has one (see :class:`IdleGroup`); nice 19
-    either way. The zygote renices the run's process group itself, but that
-    is not enough where the kernel groups sessions (``sched_autogroup``):
-    every run starts a session, hence a scheduling group of its own, and only
-    the group's nice value counts against other groups. The group's nice is
-    set through ``/proc/PID/autogroup``, which the confined zygote cannot
-    reach: this side does it.
+    either way, for each process and for its session's scheduling group where
+    the kernel groups sessions (``sched_autogroup``): every run starts a
+    session, hence a scheduling group of its own, and only the group's nice
+    value counts against other groups. The group's nice is set through
+    ``/proc/PID/autogroup``, which nothing inside the sandbox can reach.
     """
     for pid in _run_pids(zygote_pid):
         if idle is not None:
             idle.add(pid)
         _renice(pid, _LONG_NICE)
+
+
+def _run_delay_s(pid: int) -> float:
+    """Return how long a process has waited runnable for a CPU (``/proc/PID/schedstat``)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def waited_s(zygote_pid: int) -> float:
+    """Return how long the run under a slot's zygote has waited for a CPU (its longest wait)."""
+    return max((_run_delay_s(pid) for pid in _run_pids(zygote_pid)), default=0.0)
+
+
+def _busy_ticks() -> int:
+    """Return the CPU time every core has spent busy since boot, in clock ticks (/proc/stat)."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return 0
+    # user nice system idle iowait irq softirq steal: all but idle and iowait.
+    return sum(fields) - fields[3] - fields[4]
+
+
+def _tree_ticks(pid: int) -> int:
+    """Return the CPU time of ``pid`` and every process under it, dead or alive, in clock ticks.
+
+    A live process counts its own and its reaped children's; a live child is
+    counted the same way, down the tree.
+    """
+    return _cpu_ticks(pid) + sum(_tree_ticks(child) for child in _children(pid))
 
 
 def _cpu_ticks(pid: int) -> int:
@@ -302,56 +348,110 @@ class Timers:
                 logger.exception("sandbox timer callback failed")
 
 
-#: How often the long lane's runs are ranked by the CPU time they have had.
+#: How often the long lane's runs are ranked, and credited with their waits.
 RANK_EVERY_S = 0.1
-#: The nice value of the long lane's favoured runs: inside the idle group (which
-#: yields to every fast-lane run whatever its members' nice) and without one,
-#: where it must stay below the fast lane's nice 0.
-_FAVOURED_NICE_IDLE = 0
+#: The nice value of the long lane's favoured runs, taken out of the idle group
+#: (where the host's busy processes would starve them): below the fast lane's 0
+#: while this service's own work is most of what keeps the CPUs busy, level with
+#: it (and with the host's processes) once other work on the host is.
 _FAVOURED_NICE = 10
+_FAVOURED_NICE_CONTENDED = 0
+#: The long lane's favoured runs go up to nice 0 once other processes than ours
+#: take more than this share of the host's busy CPU time.
+HOST_SHARE_CONTENDED = 0.5
+
+
+@dataclass
+class _LongRun:
+    """What the long lane knows of one run between two ticks."""
+
+    zygote: int
+    #: Whether the run is still the one this entry was made for.
+    current: Callable[[], bool]
+    #: Called with the run's credited wait (seconds) when it grows.
+    credit: Callable[[float], None]
+    #: In the order the runs turned long (ties in the ranking go to the older).
+    order: int
+    ticks: int = -1
+    delay_s: float = 0.0
+    credited_s: float = 0.0
+    favoured: bool = False
+    pids: frozenset[int] = frozenset()
 
 
 class LeastAttained:
-    """The long lane's CPU goes first to the runs that have had the least of it.
+    """Credits each long run with the time it waited for a CPU; ranks them by the CPU they had.
 
-    Under fair shares, k long runs on n cores get n/k of a core each: a correct
-    candidate that needs three seconds of CPU, long beside a dozen loopers,
-    would reach its wall-clock backstop before its CPU limit. So every
-    ``RANK_EVERY_S`` the long runs are ranked by the CPU time they have had
-    (processes and reaped children, from /proc), and the ``favoured`` with
-    the least are raised to a middle nice value while the rest stay at 19:
+    **Credit.** A run's wall-clock backstop measures its own work: time its
+    processes spent runnable but waiting for a CPU (``run_delay`` in
+    ``/proc/PID/schedstat``) is added to it, so a busy host cannot end a
+    correct run that a quiet one would have let finish. All of a run's wait
+    while it was in the fast lane is credited. In the long lane, a tick's wait
+    is credited in the proportion of the busy CPU that went to anything but
+    the long lane's other runs (the host, this service's trusted side, the
+    fast lane); the share that went to the other long runs is not, or a
+    batch of loopers would each be credited with the others' CPU and every
+    one would run to its full CPU limit. The credit goes to ``credit`` (the
+    pool moves every deadline of the run with it).
+
+    **Ranking** (``rank``, as root: raising a priority needs CAP_SYS_NICE).
+    Under fair shares, k long runs on n cores get n/k of a core each: a
+    correct candidate that needs three seconds of CPU, long beside a dozen
+    loopers, would reach its wall-clock backstop before its CPU limit. So
+    every ``RANK_EVERY_S`` the long runs are ranked by the CPU time they have
+    had (processes and reaped children, from /proc), and the ``favoured`` with
+    the least leave the idle group (where the host's own busy processes would
+    starve them) for nice 10, or nice 0 while other processes than this
+    service's take most of the busy CPU (``contended``: then the long lane's
+    runs must hold their own against the host's, as the fast lane's do), while
+    the rest stay idle at 19:
     loopers, which have had the most, wait; a run that has just turned long,
-    or needs only a little more, goes first (least attained service). Raising
-    a priority needs CAP_SYS_NICE, so the pool ranks only as root; elsewhere
-    long runs share fairly at nice 19.
+    or needs only a little more, goes first (least attained service).
+    Elsewhere long runs share fairly at nice 19.
     """
 
-    def __init__(self, timers: Timers, favoured: int) -> None:
+    def __init__(self, timers: Timers, favoured: int, *, rank: bool = True) -> None:
         self.timers = timers
         self.favoured = favoured
+        self.rank = rank
         self._lock = threading.Lock()
-        #: key -> (zygote pid, still this run?, idle group or None), in the order
-        #: the runs turned long.
-        self._runs: dict[object, tuple[int, Callable[[], bool], IdleGroup | None]] = {}
+        self._runs: dict[object, _LongRun] = {}
+        self._order = itertools.count()
         #: Which chain of ticks is the live one (``None``: none is).
         self._chain: int | None = None
         self._chains = itertools.count()
-        #: Rankings done (for tests and operators).
+        self._busy = 0
+        self._ours = 0
+        #: Whether, at the last tick, the host's other processes took most of the busy CPU.
+        self.contended = False
+        self._idle: IdleGroup | None = None
+        #: Ticks done (for tests and operators).
         self.rounds = 0
 
     def add(
-        self, key: object, zygote_pid: int, current: Callable[[], bool], idle: IdleGroup | None
+        self,
+        key: object,
+        zygote_pid: int,
+        current: Callable[[], bool],
+        idle: IdleGroup | None,
+        credit: Callable[[float], None] | None = None,
     ) -> None:
-        """Rank a run that has just turned long (``current`` says whether it still runs)."""
+        """Track a run that has just turned long (``current`` says whether it still runs)."""
         with self._lock:
-            self._runs[key] = (zygote_pid, current, idle)
+            self._idle = idle
+            self._runs[key] = _LongRun(
+                zygote_pid, current, credit or (lambda _: None), next(self._order)
+            )
             if self._chain is not None:
                 return
             chain = self._chain = next(self._chains)
+            self._busy = _busy_ticks()
+            if self.rank:
+                self._ours = _tree_ticks(os.getpid())
         self.timers.call_later(0.0, lambda: self._tick(chain))
 
     def discard(self, key: object) -> None:
-        """Stop ranking a run (it ended)."""
+        """Stop tracking a run (it ended)."""
         with self._lock:
             self._runs.pop(key, None)
 
@@ -365,61 +465,98 @@ class LeastAttained:
         with self._lock:
             if chain != self._chain:
                 return
-            for key in [k for k, (_, current, _) in self._runs.items() if not current()]:
+            for key in [k for k, run in self._runs.items() if not run.current()]:
                 del self._runs[key]
             if not self._runs:
                 self._chain = None
                 return
-            runs = [(key, zygote, idle) for key, (zygote, _, idle) in self._runs.items()]
-        ranked = []
-        for turned_long, (_, zygote, idle) in enumerate(runs):
-            pids = _run_pids(zygote)
-            ranked.append((sum(_cpu_ticks(pid) for pid in pids), turned_long, pids, idle))
-        # Fewest ticks first; among equals, the run that turned long first.
-        ranked.sort(key=lambda entry: entry[:2])
-        for rank, (_, _, pids, idle) in enumerate(ranked):
-            if rank >= self.favoured:
-                nice = _LONG_NICE
+            runs = list(self._runs.values())
+            idle = self._idle
+            busy, self._busy = self._busy, _busy_ticks()
+        busy = self._busy - busy
+        seen = []
+        for run in runs:
+            pids = _run_pids(run.zygote)
+            ticks = sum(_cpu_ticks(pid) for pid in pids)
+            delay_s = max((_run_delay_s(pid) for pid in pids), default=0.0)
+            seen.append((run, pids, ticks, delay_s))
+        # The long lane's CPU this tick, from the runs seen before (new ones: next tick).
+        lane = sum(max(0, ticks - run.ticks) for run, _, ticks, _ in seen if run.ticks >= 0)
+        for run, _, ticks, delay_s in seen:
+            waited = max(0.0, delay_s - run.delay_s)
+            if run.ticks < 0:
+                share = 1.0  # its wait so far, in the fast lane
             else:
-                nice = _FAVOURED_NICE_IDLE if idle is not None else _FAVOURED_NICE
-            for pid in pids:
-                _renice(pid, nice)
+                others = max(0, lane - max(0, ticks - run.ticks))
+                elsewhere = max(0, busy - lane)
+                share = elsewhere / (elsewhere + others) if elsewhere + others else 1.0
+            run.ticks, run.delay_s = ticks, max(run.delay_s, delay_s)
+            run.credited_s += waited * share
+            # Every tick: the run's deadline also moves while the trusted side works.
+            run.credit(run.credited_s)
+        if self.rank:
+            # This service's processes (the trusted side, the lanes' runs, its
+            # workers) against the host's busy CPU: the rest is other work.
+            ours, self._ours = self._ours, _tree_ticks(os.getpid())
+            if busy > 0:
+                self.contended = busy - (self._ours - ours) > HOST_SHARE_CONTENDED * busy
+            nice = _FAVOURED_NICE_CONTENDED if self.contended else _FAVOURED_NICE
+            # Fewest ticks first; among equals, the run that turned long first.
+            seen.sort(key=lambda entry: (entry[2], entry[0].order))
+            for place, (run, pids, _, _) in enumerate(seen):
+                self._place(run, pids, nice if place < self.favoured else None, idle)
         self.rounds += 1
         self.timers.call_later(RANK_EVERY_S, lambda: self._tick(chain))
+
+    @staticmethod
+    def _place(run: _LongRun, pids: list[int], nice: int | None, idle: IdleGroup | None) -> None:
+        """Renice a run's processes (``None``: not favoured), in or out of the idle group."""
+        favoured = nice is not None
+        moved = favoured != run.favoured
+        for pid in pids:
+            if idle is not None and (moved or pid not in run.pids):
+                if favoured:
+                    idle.release(pid)
+                else:
+                    idle.add(pid)
+            _renice(pid, _LONG_NICE if nice is None else nice)
+        run.favoured, run.pids = favoured, frozenset(pids)
 
 
 class Lanes:
     """Admission of runs: a fast lane of ``fast`` places and a long lane of ``long``.
 
-    A run enters the fast lane; once it has run for its ``long_after_s`` it
-    moves to the long lane (when that has room) and its fast place goes to the
-    next run. So a handful of candidates that loop until their deadline hold
-    long-lane places (at the lowest CPU priority, set by the zygote at the
-    same moment), while the rest of the batch keeps flowing through the fast
-    lane: a batch takes about max(slowest deadline, CPU work / cores), not the
-    sum of the deadlines over the slots.
+    A run enters the fast lane; once it has run for its ``long_after_s`` of its
+    own time (the pool's demotion timer says so: :meth:`to_long`) it moves to
+    the long lane (when that has room) and its fast place goes to the next
+    run. So a handful of candidates that loop until their deadline hold
+    long-lane places (at the lowest CPU priority, set by :func:`demote` at
+    the same moment), while the rest of the batch keeps flowing through the
+    fast lane: a batch takes about max(slowest deadline, CPU work / cores),
+    not the sum of the deadlines over the slots.
     """
 
     def __init__(self, fast: int, long: int) -> None:
         self.fast_places = fast
         self.long_places = long
         self._cond = threading.Condition()
-        #: Runs in the fast lane: token -> when they move to the long lane.
-        self._fast: dict[int, float] = {}
+        self._fast: set[int] = set()
+        #: Runs in the fast lane that have turned long, waiting for a long place, in order.
+        self._turned: dict[int, None] = {}
         self._long: set[int] = set()
         self._tokens = itertools.count()
         #: Runs waiting for a fast place, in the order they came.
         self._waiting: collections.deque[int] = collections.deque()
         self._tickets = itertools.count()
 
-    def _move_long(self, now: float) -> None:
-        for token, due in sorted(self._fast.items(), key=lambda item: item[1]):
-            if due > now or len(self._long) >= self.long_places:
-                return
-            del self._fast[token]
+    def _move_long(self) -> None:
+        while self._turned and len(self._long) < self.long_places:
+            token = next(iter(self._turned))
+            del self._turned[token]
+            self._fast.discard(token)
             self._long.add(token)
 
-    def enter(self, long_after_s: float, timeout_s: float) -> int:
+    def enter(self, timeout_s: float) -> int:
         """Wait for a fast place, in the order of arrival; return the run's token.
 
         First come, first served: a place that frees goes to the run that has
@@ -437,32 +574,36 @@ class Lanes:
             try:
                 while True:
                     now = time.monotonic()
-                    self._move_long(now)
                     if self._waiting[0] == ticket and len(self._fast) < self.fast_places:
                         token = next(self._tokens)
-                        self._fast[token] = now + long_after_s
+                        self._fast.add(token)
                         return token
                     if now >= give_up:
                         raise SandboxError("no sandbox slot became free in time")
-                    wake = give_up
-                    if self._fast and len(self._long) < self.long_places:
-                        # The next place to free is the oldest fast run turning long.
-                        wake = min(wake, min(self._fast.values()))
-                    self._cond.wait(max(0.0, wake - now))
+                    self._cond.wait(give_up - now)
             finally:
                 self._waiting.remove(ticket)
                 # The next in line may be able to go now (a place, or the head, freed).
                 self._cond.notify_all()
 
+    def to_long(self, token: int) -> None:
+        """Move a run that has turned long to the long lane, now or when a long place frees."""
+        with self._cond:
+            if token in self._fast:
+                self._turned[token] = None
+                self._move_long()
+                self._cond.notify_all()
+
     def leave(self, token: int) -> None:
         """Give back a run's place, whichever lane it is in."""
         with self._cond:
-            self._fast.pop(token, None)
+            self._fast.discard(token)
+            self._turned.pop(token, None)
             self._long.discard(token)
+            self._move_long()
             self._cond.notify_all()
 
     def counts(self) -> tuple[int, int]:
         """Return how many runs are in the fast lane and in the long lane now."""
         with self._cond:
-            self._move_long(time.monotonic())
             return len(self._fast), len(self._long)

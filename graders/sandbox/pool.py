@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graders.sandbox.clock import Moving, RunDeadline
 from graders.sandbox.errors import SandboxError
 from graders.sandbox.frames import (
     CONTROL_MAX_BYTES,
@@ -44,7 +45,7 @@ from graders.sandbox.frames import (
     recv_frame,
     send_frame,
 )
-from graders.sandbox.lanes import IdleGroup, Lanes, LeastAttained, Timers, demote
+from graders.sandbox.lanes import IdleGroup, Lanes, LeastAttained, Timers, demote, waited_s
 from graders.sandbox.uids import DEFAULT_UID_BASE, UidRange
 
 logger = logging.getLogger(__name__)
@@ -142,6 +143,12 @@ DEFAULT_LAZY: tuple[str, ...] = ("threading", "queue")
 
 #: A run's wall-clock backstop, as a multiple of its CPU-time limit.
 DEFAULT_WALL_FACTOR = 1.25
+#: A run's credited wait for a CPU is at most this many times its backstop: a run
+#: kept off the CPU longer was starved by the host, a failure of ours (a
+#: ``SandboxError``), not a candidate's timeout. The time it waits for the tests
+#: (the trusted side's work between calls) is credited up to as much: tests
+#: still working then are stuck, and the run's deadline passes.
+MAX_CREDIT_FACTOR = 8.0
 #: Wall seconds after which a run leaves the fast lane (and drops to the lowest CPU priority).
 DEFAULT_LONG_AFTER_S = 0.1
 #: Long-lane places per fast slot (their zygotes start only when a run first needs one).
@@ -216,8 +223,10 @@ class Limits:
     a core while others use it is not charged for the wait, so more runs in
     flight than cores do not fail a correct but slow candidate. The wall clock
     stays as a backstop at ``wall_factor`` times that (a run that sleeps or
-    blocks uses no CPU). A run still going after ``long_after_s`` of wall time
-    moves to the long lane: its place in the fast lane goes to the next run and
+    blocks uses no CPU), credited with the run's wait for a CPU (see
+    :mod:`graders.sandbox.clock`). A run still going after ``long_after_s`` of
+    its own time (the wall clock less that wait) moves to the long lane: its
+    place in the fast lane goes to the next run and
     its processes drop to the lowest CPU priority, so long runners never hold
     up short ones.
     """
@@ -274,6 +283,8 @@ class RunReport:
     stderr_size: int
     #: Whether the run outlived ``long_after_s`` and was moved to the long lane.
     long: bool = False
+    #: Seconds the run waited for a CPU that were added to its wall-clock backstop.
+    credit_s: float = 0.0
 
     @property
     def timed_out(self) -> bool:
@@ -296,7 +307,16 @@ class RunReport:
         return self.signal == signal.SIGSYS
 
     @classmethod
-    def parse(cls, message: dict[str, Any], stdout: int, stderr: int, cap: int) -> RunReport:
+    def parse(
+        cls,
+        message: dict[str, Any],
+        stdout: int,
+        stderr: int,
+        cap: int,
+        *,
+        long: bool = False,
+        credit_s: float = 0.0,
+    ) -> RunReport:
         """Build a report from the template's ``done`` message and the run's output files."""
         out, out_size = _read_head(stdout, cap)
         err, err_size = _read_head(stderr, 64 << 10)
@@ -312,7 +332,8 @@ class RunReport:
             stdout_size=out_size,
             stderr=err,
             stderr_size=err_size,
-            long=bool(message.get("long", False)),
+            long=long,
+            credit_s=credit_s,
         )
 
 
@@ -358,12 +379,12 @@ class _RunFiles:
                 os.close(self.fds[i])
                 self.fds[i] = -1
 
-    def send_code(self, code: str, deadline: float, declared: list[str] | None) -> None:
+    def send_code(self, code: str, deadline: RunDeadline, declared: list[str] | None) -> None:
         """Send the run its code, the first message on its channel."""
         message: dict[str, Any] = {"code": code}
         if declared is not None:
             message["declared"] = declared
-        self.ours.settimeout(max(0.0, deadline - time.monotonic()))
+        self.ours.settimeout(max(0.0, deadline.at() - time.monotonic()))
         try:
             send_frame(self.ours, message)
         except OSError as e:
@@ -418,6 +439,22 @@ def _read_only_paths() -> list[str]:
     return sorted(p for p in paths if os.path.exists(p))
 
 
+def _deadline(limits: Limits) -> RunDeadline:
+    """Return the deadline of a run starting now."""
+    return RunDeadline(time.monotonic(), limits.wall_s, MAX_CREDIT_FACTOR * limits.wall_s)
+
+
+@dataclass
+class _RunState:
+    """One run in a slot, as the lanes see it."""
+
+    seq: int
+    #: The pending demotion check (a handle of the pool's timers).
+    timer: int | None = None
+    long: bool = False
+    ended: bool = False
+
+
 class _Slot:
     """One zygote and its control socket; used by one run at a time."""
 
@@ -432,8 +469,12 @@ class _Slot:
         self.missing: list[str] = []
         self.seq = 0
         self.log = self.dir + ".log"
-        #: Demotes the run in progress once it has run for its long_after_s.
-        self._demotion: int | None = None
+        #: The run in progress, as the lanes see it.
+        self._state: _RunState | None = None
+        #: The run's place in the pool's lanes (set by the pool for each run).
+        self.token = -1
+        #: Every send on the control socket: the timer thread sends "extend".
+        self._send = threading.Lock()
 
     def start(self) -> None:
         if os.path.exists(self.dir):
@@ -516,58 +557,111 @@ class _Slot:
             self.kill()
             self.start()
 
-    def begin(self, request: dict[str, Any], files: _RunFiles) -> int:
+    def begin(self, request: dict[str, Any], files: _RunFiles, deadline: RunDeadline) -> int:
         self.ensure()
         assert self.ctrl is not None
         self.seq += 1
         request["seq"] = self.seq
         try:
-            send_frame(self.ctrl, request, files.fds)
+            with self._send:
+                send_frame(self.ctrl, request, files.fds)
             files.sent()
         except OSError as e:
             self.kill()
             raise SandboxError(f"sandbox slot {self.index} is gone: {e}") from e
+        seq = self.seq
+        deadline.pusher = lambda timeout_s: self._extend(seq, timeout_s)
         long_after_s = request.get("limits", {}).get("long_after_s")
         if long_after_s is not None and self.proc is not None:
-            seq, zygote = self.seq, self.proc.pid
-
-            def current() -> bool:
-                return self.seq == seq and self._demotion is not None
-
-            def to_the_long_lane() -> None:
-                if current():
-                    idle = self.pool.idle_group
-                    demote(zygote, idle)
-                    if self.pool.least_attained is not None:
-                        self.pool.least_attained.add(self.index, zygote, current, idle)
-
-            self._demotion = self.pool.timers.call_later(float(long_after_s), to_the_long_lane)
+            self._schedule(self.seq, deadline, float(long_after_s), self.proc.pid)
         return self.seq
 
+    def _schedule(self, seq: int, deadline: RunDeadline, long_after_s: float, zygote: int) -> None:
+        """Move the run to the long lane once it has had ``long_after_s`` of its own time.
+
+        Its own time is the wall clock less its wait for a CPU: a run that a
+        busy host keeps off the CPU is still short, and keeps its fast place
+        and its priority.
+        """
+        state = self._state = _RunState(seq)
+        pool = self.pool
+
+        def current() -> bool:
+            return not state.ended
+
+        def credit(credit_s: float) -> None:
+            self._credit(seq, deadline, credit_s)
+
+        def to_the_long_lane() -> None:
+            if state.ended:
+                return
+            now = time.monotonic()
+            own = now - deadline.started - waited_s(zygote) - deadline.trusted_s(now)
+            if own < long_after_s:
+                state.timer = pool.timers.call_later(long_after_s - own, to_the_long_lane)
+                return
+            state.long = True
+            idle = pool.idle_group
+            demote(zygote, idle)
+            pool._lanes.to_long(self.token)
+            pool.least_attained.add(self.index, zygote, current, idle, credit)
+
+        state.timer = pool.timers.call_later(long_after_s, to_the_long_lane)
+
+    def _credit(self, seq: int, deadline: RunDeadline, credit_s: float) -> None:
+        """Credit a run with its wait for a CPU (on the timer thread)."""
+        if self.seq == seq:
+            deadline.credit(credit_s)
+
+    def _extend(self, seq: int, timeout_s: float) -> None:
+        """Tell the template a run's new backstop (seconds from its start)."""
+        extend = {"op": "extend", "seq": seq, "timeout_s": timeout_s}
+        # A late one (the run has ended) is dropped by the template.
+        with self._send, contextlib.suppress(OSError):
+            if self.ctrl is not None and self.seq == seq:
+                send_frame(self.ctrl, extend)
+
     def finish(
-        self, seq: int, deadline: float, files: _RunFiles, cap: int, *, end: bool
+        self, seq: int, deadline: RunDeadline, files: _RunFiles, cap: int, *, end: bool
     ) -> RunReport:
         assert self.ctrl is not None
         try:
-            message = self._finish(seq, deadline, end=end)
+            message = self._finish(seq, deadline.later(REPORT_GRACE_S), end=end)
             if message.get("clean") is not True:
                 # The run left what could not be removed: the template retires
                 # itself, and the next run gets a fresh one.
                 logger.warning("sandbox slot %d retired: %s", self.index, self.log_tail())
                 self.kill()
-            return RunReport.parse(message, files.stdout, files.stderr, cap)
+            state = self._state
+            report = RunReport.parse(
+                message,
+                files.stdout,
+                files.stderr,
+                cap,
+                long=state is not None and state.seq == seq and state.long,
+                credit_s=deadline.credit_s,
+            )
         finally:
-            if self._demotion is not None:
-                self.pool.timers.cancel(self._demotion)
-                self._demotion = None
-                if self.pool.least_attained is not None:
-                    self.pool.least_attained.discard(self.index)
+            if self._state is not None:
+                self._state.ended = True
+                if self._state.timer is not None:
+                    self.pool.timers.cancel(self._state.timer)
+                self._state = None
+                self.pool.least_attained.discard(self.index)
+        if report.ended_by == "deadline" and deadline.starved:
+            raise SandboxError(
+                f"the host kept the run off the CPU for {deadline.credit_s:.1f} s, as much "
+                f"as is credited to its {deadline.backstop_s:g} s backstop: "
+                "starved, not the candidate's timeout"
+            )
+        return report
 
-    def _finish(self, seq: int, deadline: float, *, end: bool) -> dict[str, Any]:
+    def _finish(self, seq: int, deadline: Moving, *, end: bool) -> dict[str, Any]:
         assert self.ctrl is not None
         try:
             if end:
-                send_frame(self.ctrl, {"op": "end", "seq": seq})
+                with self._send:
+                    send_frame(self.ctrl, {"op": "end", "seq": seq})
             while True:
                 message = recv_frame(self.ctrl, max_bytes=CONTROL_MAX_BYTES, deadline=deadline)
                 if message.get("op") == "done" and message.get("seq") == seq:
@@ -584,7 +678,7 @@ class FunctionRun:
     """A candidate module loaded in a confined child, reachable through ``channel``."""
 
     channel: socket.socket
-    deadline: float
+    deadline: RunDeadline
     report: RunReport | None = field(default=None)
 
 
@@ -608,8 +702,9 @@ class SandboxPool:
         self.timers = Timers()
         #: Where long-lane runs go while this pool is started (``None``: nice 19 only).
         self.idle_group: IdleGroup | None = None
-        #: Ranks the long lane's runs (as root: raising a priority needs CAP_SYS_NICE).
-        self.least_attained = LeastAttained(self.timers, self.size) if os.geteuid() == 0 else None
+        #: Credits the long lane's runs with their waits; ranks them as root (raising a
+        #: priority needs CAP_SYS_NICE).
+        self.least_attained = LeastAttained(self.timers, self.size, rank=os.geteuid() == 0)
         self._lock = threading.Lock()
         self._started = False
         #: The uids this pool's slots run as (held while started).
@@ -657,8 +752,7 @@ class SandboxPool:
         with self._lock:
             self._close_slots()
             self.timers.stop()
-            if self.least_attained is not None:
-                self.least_attained.clear()
+            self.least_attained.clear()
             if self.idle_group is not None:
                 self.idle_group.remove()
                 self.idle_group = None
@@ -712,7 +806,7 @@ class SandboxPool:
     @contextlib.contextmanager
     def _slot(self, limits: Limits) -> Iterator[_Slot]:
         self.start()
-        token = self._lanes.enter(limits.long_after_s, self.config.acquire_timeout_s)
+        token = self._lanes.enter(self.config.acquire_timeout_s)
         # With a place in either lane in hand, a zygote is idle or may be started:
         # there are at most `capacity` runs, and as many zygotes.
         slot: _Slot | None = None
@@ -726,6 +820,7 @@ class SandboxPool:
                 # Started here, not in start(): a pool that never sees a long run
                 # never pays for a long-lane zygote.
                 slot.start()
+            slot.token = token
             yield slot
         finally:
             if slot is not None:
@@ -737,15 +832,14 @@ class SandboxPool:
         with self._slot(limits) as slot:
             files = _RunFiles(stdin)
             try:
-                started = time.monotonic()
+                deadline = _deadline(limits)
                 request = {"op": "run", "mode": "script", "limits": limits.message()}
-                seq = slot.begin(request, files)
-                report_due = started + limits.wall_s + REPORT_GRACE_S
+                seq = slot.begin(request, files, deadline)
                 # A run that ended before it read its code: its report says how.
                 with contextlib.suppress(SandboxError):
-                    files.send_code(code, started + limits.wall_s, None)
+                    files.send_code(code, deadline, None)
                 files.ours.close()
-                return slot.finish(seq, report_due, files, limits.max_output_bytes, end=False)
+                return slot.finish(seq, deadline, files, limits.max_output_bytes, end=False)
             finally:
                 files.close()
 
@@ -762,24 +856,24 @@ class SandboxPool:
         """
         with self._slot(limits) as slot:
             files = _RunFiles(b"")
+            deadline = _deadline(limits)
             try:
-                started = time.monotonic()
                 request = {"op": "run", "mode": "function", "limits": limits.message()}
-                seq = slot.begin(request, files)
-                report_due = started + limits.wall_s + REPORT_GRACE_S
+                seq = slot.begin(request, files, deadline)
                 try:
-                    files.send_code(code, started + limits.wall_s, declared or [])
+                    files.send_code(code, deadline, declared or [])
                 except SandboxError:
                     files.ours.close()
-                    slot.finish(seq, report_due, files, limits.max_output_bytes, end=True)
+                    slot.finish(seq, deadline, files, limits.max_output_bytes, end=True)
                     raise
-                run = FunctionRun(files.ours, started + limits.wall_s)
+                run = FunctionRun(files.ours, deadline)
                 try:
                     yield run
                 finally:
                     files.ours.close()
                     run.report = slot.finish(
-                        seq, report_due, files, limits.max_output_bytes, end=True
+                        seq, deadline, files, limits.max_output_bytes, end=True
                     )
             finally:
                 files.close()
+                deadline.close()

@@ -45,10 +45,12 @@ import secrets
 import select
 import socket
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from graders.sandbox import codec
+from graders.sandbox.clock import Moving
 from graders.sandbox.frames import (
     ChannelClosed,
     ChannelTimeout,
@@ -165,12 +167,15 @@ class LoadResult:
 class Channel:
     """The trusted end of one run's socket, with the run's deadline."""
 
-    def __init__(self, sock: socket.socket, deadline: float, *, max_bytes: int) -> None:
+    def __init__(self, sock: socket.socket, deadline: float | Moving, *, max_bytes: int) -> None:
         self.sock = sock
         self.deadline = deadline
         self.max_bytes = max_bytes
         self._reader = FrameReader(sock, max_bytes=max_bytes)
         self.broken: ChannelBroken | None = None
+        #: Tell the run's deadline when this side works and when it waits (when it can).
+        self._working: Callable[[float | None], None] | None = getattr(deadline, "working", None)
+        self._waiting: Callable[[], None] | None = getattr(deadline, "waiting", None)
         #: Every channel-level event (breakage, uncrossable values) in order.
         self.events: list[str] = []
         self._next_id = 0
@@ -218,8 +223,15 @@ class Channel:
         return self.broken
 
     def _receive(self, too_large: str = "output_limit") -> Any:
+        # From the last reply to this wait the run waited for us (the tests' own
+        # work): not the candidate's time, credited to its deadline.
+        if self._waiting is not None:
+            self._waiting()
         try:
-            return self._reader.recv(self.deadline)
+            reply = self._reader.recv(self.deadline)
+            if self._working is not None:
+                self._working(None)
+            return reply
         except ChannelTimeout as e:
             raise self._break("timeout", str(e)) from None
         except (ChannelClosed, OSError) as e:

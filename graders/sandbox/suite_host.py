@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from graders.sandbox.clock import RunDeadline
 from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame, send_frame
+from graders.sandbox.lanes import RANK_EVERY_S
 from graders.sandbox.pool import REPORT_GRACE_S, SandboxError, spawn_boot
 
 __all__ = ["SuiteHost", "SuiteReport"]
@@ -161,6 +163,16 @@ class SuiteHost:
         with self._lock:
             self._stop()
 
+    def start(self) -> None:
+        """Start the host now if it is not running (it is otherwise started on first use).
+
+        Its start (an interpreter importing pytest) is ours: a grading starts the
+        host before the candidate's run, so that no run waits for it.
+        """
+        with self._lock:
+            if not self.alive:
+                self._start()
+
     @property
     def alive(self) -> bool:
         """Whether the host process is running."""
@@ -190,16 +202,17 @@ class SuiteHost:
         sources: dict[str, str],
         module: str,
         channel: socket.socket,
-        deadline: float,
+        deadline: RunDeadline,
         *,
         max_bytes: int,
         declared: list[str] | None = None,
     ) -> SuiteReport:
         """Run ``sources`` (file name → text) against the candidate loaded behind ``channel``.
 
-        ``deadline`` (``time.monotonic()``) bounds every wait on the candidate;
-        the suite itself is killed ``SUITE_GRACE_S`` after it, well inside the
-        grace the sandbox's own report has (``REPORT_GRACE_S``).
+        ``deadline`` (the run's) bounds every wait on the candidate, and the
+        suite's process reads it as it moves (shared memory); the suite itself
+        is killed ``SUITE_GRACE_S`` after it, well inside the grace the
+        sandbox's own report has (``REPORT_GRACE_S``).
         """
         read_end, write_end = os.pipe()
         try:
@@ -208,14 +221,13 @@ class SuiteHost:
                 "sources": sources,
                 "module": module,
                 "declared": list(declared or []),
-                "deadline": deadline,
                 "max_bytes": max_bytes,
             }
             try:
-                pid = self._begin(request, [channel.fileno(), write_end])
+                pid = self._begin(request, [channel.fileno(), write_end, deadline.fd()])
             finally:
                 os.close(write_end)
-            raw, complete = _read_until_eof(read_end, deadline + SUITE_GRACE_S)
+            raw, complete = _read_until_eof(read_end, deadline, SUITE_GRACE_S)
             if not complete:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -224,14 +236,21 @@ class SuiteHost:
         return SuiteReport.parse(raw if complete else b"", timed_out=not complete)
 
 
-def _read_until_eof(fd: int, deadline: float) -> tuple[bytes, bool]:
-    """Read ``fd`` to its end; return what came and whether the end came before ``deadline``."""
+def _read_until_eof(fd: int, deadline: RunDeadline, grace_s: float) -> tuple[bytes, bool]:
+    """Read ``fd`` to its end; return what came and whether it came ``grace_s`` after ``deadline``.
+
+    Meanwhile the time the pytest host credits to the run (its own work between
+    two calls) is taken in every ``RANK_EVERY_S``, so the template's backstop moves too.
+    """
     chunks: list[bytes] = []
     size = 0
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        deadline.refresh()
+        left = deadline.at() + grace_s - time.monotonic()
+        if left <= 0:
             return b"".join(chunks), False
+        if not select.select([fd], [], [], min(left, RANK_EVERY_S))[0]:
+            continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:
             return b"".join(chunks), True

@@ -109,9 +109,9 @@ def test_long_runners_do_not_hold_up_short_ones(small_pool: SandboxPool) -> None
 
 def test_a_freed_fast_place_goes_to_the_run_that_waited_longest() -> None:
     lanes = Lanes(fast=1, long=0)
-    held = lanes.enter(long_after_s=600, timeout_s=5)
+    held = lanes.enter(timeout_s=5)
     got: list[int] = []
-    waiter = threading.Thread(target=lambda: got.append(lanes.enter(600, 5)))
+    waiter = threading.Thread(target=lambda: got.append(lanes.enter(5)))
     waiter.start()
     deadline = time.monotonic() + 5
     while not lanes._waiting and time.monotonic() < deadline:
@@ -121,9 +121,29 @@ def test_a_freed_fast_place_goes_to_the_run_that_waited_longest() -> None:
     # first: it still queues behind the run that was waiting.
     lanes.leave(held)
     with pytest.raises(SandboxError):
-        lanes.enter(long_after_s=600, timeout_s=0.3)
+        lanes.enter(timeout_s=0.3)
     waiter.join(timeout=5)
     assert len(got) == 1 and lanes.counts() == (1, 0)
+
+
+def test_a_run_that_turned_long_frees_its_fast_place_once_a_long_place_is_free() -> None:
+    lanes = Lanes(fast=1, long=1)
+    first = lanes.enter(timeout_s=5)
+    lanes.to_long(first)
+    assert lanes.counts() == (0, 1)
+    second = lanes.enter(timeout_s=5)
+    # The long lane is full: the second keeps its fast place until the first leaves.
+    lanes.to_long(second)
+    assert lanes.counts() == (1, 1)
+    with pytest.raises(SandboxError):
+        lanes.enter(timeout_s=0.2)
+    lanes.leave(first)
+    assert lanes.counts() == (0, 1)
+    third = lanes.enter(timeout_s=5)
+    assert lanes.counts() == (1, 1)
+    lanes.leave(second)
+    lanes.leave(third)
+    assert lanes.counts() == (0, 0)
 
 
 # Exactly a second of CPU, however fast the machine (the run's own CPU clock).
@@ -205,16 +225,38 @@ def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
     assert Path(group.path, "cpu.idle").read_text().strip() == "1"
     grader = UnitTestsGrader(small_pool)
     slow = {"timeout_s": 3.0, "wall_factor": 1.5, "long_after_s": 0.2}
-    with ThreadPoolExecutor(1) as threads:
-        looper = threads.submit(grade, grader, LOOPER, RETURNS_TRUE, **slow)
+    # Two loopers: the one the long lane favours (one per fast place) leaves the
+    # idle group, where the host's busy processes would starve it; the other stays.
+    with ThreadPoolExecutor(2) as threads:
+        loopers = [threads.submit(grade, grader, LOOPER, RETURNS_TRUE, **slow) for _ in range(2)]
         deadline = time.monotonic() + 30
-        while not (members := Path(group.path, "cgroup.procs").read_text().split()):
-            assert time.monotonic() < deadline and not looper.done(), "no run entered the group"
+        seen: set[tuple[int, int]] = set()
+        while (1, 1) not in seen:
+            assert time.monotonic() < deadline and not any(f.done() for f in loopers), seen
+            members = Path(group.path, "cgroup.procs").read_text().split()
+            runs = _run_pids(small_pool)
+            inside = sum(str(pid) in members for pid in runs)
+            if len(runs) == 2:
+                seen.add((inside, len(runs) - inside))
             time.sleep(0.05)
-        assert looper.result().details["sandbox"]["long"]
-    assert members
+        for looper in loopers:
+            assert looper.result().details["sandbox"]["long"]
+    assert (1, 1) in seen, seen
     small_pool.close()
     assert not Path(group.path).exists(), "the pool left its cgroup behind"
+
+
+def _run_pids(pool: SandboxPool) -> list[int]:
+    """Return the process of every run now in progress in ``pool``."""
+    from graders.sandbox.lanes import _children
+
+    return [
+        run
+        for slot in pool._slots
+        if slot.proc is not None
+        for inner in _children(slot.proc.pid)
+        for run in _children(inner)
+    ]
 
 
 def _run_nices(pool: SandboxPool) -> list[int]:

@@ -1,0 +1,139 @@
+"""A run's deadline measures its own work: the wait for a CPU a busy host imposes is credited.
+
+Each test makes the host busy with the service's own load generator
+(:func:`arbiter.load.cpu_load`: ordinary processes at normal priority, as a
+trainer's data loaders would be), then grades a run whose wall time under that
+load is well past its backstop although its own work is well inside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+
+from arbiter.load import cpu_load
+from graders.runner import GraderJob, run_job
+from graders.sandbox import PoolConfig, SandboxPool
+from graders.sandbox import pool as pool_module
+from graders.sandbox.errors import SandboxError
+from graders.sandbox.pool import Limits
+from graders.types import FailureKind, Sample, TaskSpec
+from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from tests.graders.sandbox.conftest import function_task, grade
+
+RETURNS_TRUE = function_task("assert f() is True\n")
+# Half a second of CPU, however fast the machine (the run's own CPU clock).
+HALF_A_CPU_SECOND = (
+    "import time\n"
+    "def f():\n"
+    "    started = time.process_time()\n"
+    "    while time.process_time() - started < 0.5:\n"
+    "        pass\n"
+    "    return True\n"
+)
+LOOPER = "def f():\n    while True:\n        pass\n"
+#: Busy processes per core: a run at normal priority gets about a fifth of a core.
+LOAD = 4
+
+
+@pytest.fixture
+def one_slot() -> Iterator[SandboxPool]:
+    pool = SandboxPool(PoolConfig(slots=1, long_slots=2, pytest=True))
+    pool.start()
+    yield pool
+    pool.close()
+
+
+def test_a_correct_run_kept_off_the_cpu_passes_past_its_backstop(one_slot: SandboxPool) -> None:
+    grader = UnitTestsGrader(one_slot)
+    # 1 s of CPU allowed, a 1.25 s backstop: at a fifth of a core its half
+    # second of work takes some 2.5 s of wall clock.
+    with cpu_load(LOAD):
+        result = grade(grader, HALF_A_CPU_SECOND, RETURNS_TRUE, timeout_s=1.0)
+    assert result.score == 1.0, result.failure
+    sandbox = result.details["sandbox"]
+    assert sandbox["wall_s"] > 1.25, sandbox
+    assert sandbox["credit_s"] > 0.0, sandbox
+    # Its own work stayed inside the CPU limit.
+    assert sandbox["cpu_s"] < 1.0, sandbox
+
+
+def test_a_looper_under_load_still_ends_within_its_cpu_limit_plus_the_credited_wait(
+    one_slot: SandboxPool,
+) -> None:
+    grader = UnitTestsGrader(one_slot)
+    with cpu_load(LOAD):
+        result = grade(grader, LOOPER, RETURNS_TRUE, timeout_s=1.0)
+    assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT
+    sandbox = result.details["sandbox"]
+    # Ended by its CPU limit or by the backstop moved by its credit, nothing later.
+    assert sandbox["cpu_s"] <= 1.0 + 0.1, sandbox
+    assert sandbox["wall_s"] <= 1.25 + sandbox["credit_s"] + 0.5, sandbox
+
+
+def test_a_pytest_suite_waits_for_a_run_kept_off_the_cpu(one_slot: SandboxPool) -> None:
+    # The suite runs in the trusted pytest host, which reads the run's deadline as it moves.
+    grader = UnitTestsGrader(one_slot)
+    task = TaskSpec(
+        kind="pytest",
+        entry_point="solution",
+        tests="from solution import f\n\ndef test_f():\n    assert f() is True\n",
+    )
+    with cpu_load(LOAD):
+        result = grade(grader, HALF_A_CPU_SECOND, task, timeout_s=1.0)
+    assert result.score == 1.0, repr(result.details)
+    assert result.details["sandbox"]["credit_s"] > 0.0
+
+
+def test_a_short_run_the_host_slows_keeps_its_fast_place(one_slot: SandboxPool) -> None:
+    # About 30 ms of CPU: well past long_after_s (0.1 s) of wall time at a fifth of
+    # a core, well inside it by its own time (the wall clock less its wait).
+    short = (
+        "import time\n"
+        "def f():\n"
+        "    started = time.process_time()\n"
+        "    while time.process_time() - started < 0.03:\n"
+        "        pass\n"
+        "    return True\n"
+    )
+    grader = UnitTestsGrader(one_slot)
+    with cpu_load(LOAD):
+        results = [grade(grader, short, RETURNS_TRUE, timeout_s=1.0) for _ in range(5)]
+    assert all(r.score == 1.0 for r in results), [r.failure for r in results]
+    # The first may have waited for the pool's own start; the rest stay fast.
+    assert not any(r.details["sandbox"]["long"] for r in results[1:]), [
+        r.details["sandbox"] for r in results
+    ]
+
+
+def test_the_grading_jobs_deadline_moves_with_the_credit(one_slot: SandboxPool) -> None:
+    # The job's own timeout (ours) is shorter than the run's wall time under load:
+    # without moving, it would end in an infra_timeout the candidate did not cause.
+    grader = UnitTestsGrader(one_slot)
+    sample = Sample(id="slow", response=f"```python\n{HALF_A_CPU_SECOND}\n```", task=RETURNS_TRUE)
+    config = UnitTestsConfig(timeout_s=1.0)
+    job = GraderJob(sample, "tests", grader, config, timeout_s=1.5)
+    with cpu_load(LOAD):
+        result = asyncio.run(run_job(job))
+    assert result.score == 1.0, result.failure
+    assert result.latency_s is not None and result.latency_s > 1.5
+
+
+def test_a_run_starved_past_its_credit_cap_is_our_failure(
+    one_slot: SandboxPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cap is 8 times the backstop; no host here starves a run that long in a
+    # test's time, so the cap is lowered to a quarter of it instead.
+    monkeypatch.setattr(pool_module, "MAX_CREDIT_FACTOR", 0.25)
+    limits = Limits(timeout_s=1.0)
+    with cpu_load(LOAD), pytest.raises(SandboxError, match="starved"):
+        one_slot.run_script(
+            "import time\n"
+            "started = time.process_time()\n"
+            "while time.process_time() - started < 0.5:\n"
+            "    pass\n",
+            b"",
+            limits,
+        )
