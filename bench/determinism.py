@@ -132,16 +132,19 @@ def compare(
 
 
 def canonical(samples: Sequence[Sample], rewards: Sequence[Reward]) -> str:
-    """Say how many HumanEvalPack canonical solutions passed every test, none failing."""
-    passed = failed = total = 0
+    """Say how many HumanEvalPack canonical solutions passed every test, and their failures."""
+    passed = total = 0
+    failures: Counter[str] = Counter()
     for sample, reward in zip(samples, rewards, strict=True):
         if not sample.id.endswith("/canonical_solution"):
             continue
         total += 1
         tests = reward.components.get("tests")
         passed += tests is not None and tests.score == 1.0
-        failed += any(c.failure is not None for c in reward.components.values())
-    return f"canonical {passed}/{total} pass, {failed} with a component failure"
+        for name, component in reward.components.items():
+            if component.failure is not None:
+                failures[f"{name}:{component.failure.kind.value}"] += 1
+    return f"canonical {passed}/{total} pass, component failures {dict(failures) or 0}"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
