@@ -121,7 +121,8 @@ class _JobClock:
         if self._limit is not None:
             # The loop's clock is time.monotonic(), as the request's deadline is.
             later = min(later, self._limit)
-        self._timeout.reschedule(max(when, later))
+        with contextlib.suppress(RuntimeError):  # the job ended in the meantime
+            self._timeout.reschedule(max(when, later))
 
 
 #: Tries of a job whose grader's own deadline passed (an infrastructure failure).
