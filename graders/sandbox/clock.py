@@ -137,11 +137,11 @@ class RunDeadline:
                     self._listener(added)
             self._refresh()
 
-    def working(self, since: float | None = None) -> None:
-        """The trusted side works from ``since`` (default: now) until :meth:`waiting`."""
+    def working(self) -> None:
+        """The trusted side works from now until :meth:`waiting`."""
         with self._lock:
             if self._working is None:
-                self._working = time.monotonic() if since is None else since
+                self._working = time.monotonic()
 
     def waiting(self) -> None:
         """The trusted side waits for the run again: close the stretch :meth:`working` opened."""
@@ -214,10 +214,10 @@ class DeadlineView:
         own = float(_SLOT.unpack_from(self._shared, _OWNER)[0])
         return own + self._closed + (now - self._since if self._since > 0 else 0.0)
 
-    def working(self, since: float | None = None) -> None:
-        """This process works from ``since`` (default: now) until :meth:`waiting`."""
+    def working(self) -> None:
+        """This process works from now until :meth:`waiting`."""
         if self._since <= 0:
-            self._since = time.monotonic() if since is None else since
+            self._since = time.monotonic()
             _VIEW.pack_into(self._shared, _VIEW_AT, self._closed, self._since)
 
     def waiting(self) -> None:

@@ -174,7 +174,7 @@ class Channel:
         self._reader = FrameReader(sock, max_bytes=max_bytes)
         self.broken: ChannelBroken | None = None
         #: Tell the run's deadline when this side works and when it waits (when it can).
-        self._working: Callable[[float | None], None] | None = getattr(deadline, "working", None)
+        self._working: Callable[[], None] | None = getattr(deadline, "working", None)
         self._waiting: Callable[[], None] | None = getattr(deadline, "waiting", None)
         #: Every channel-level event (breakage, uncrossable values) in order.
         self.events: list[str] = []
@@ -230,7 +230,7 @@ class Channel:
         try:
             reply = self._reader.recv(self.deadline)
             if self._working is not None:
-                self._working(None)
+                self._working()
             return reply
         except ChannelTimeout as e:
             raise self._break("timeout", str(e)) from None
