@@ -21,8 +21,9 @@ __all__ = ["cpu_load"]
 def cpu_load(level: float) -> Iterator[int]:
     """Keep ``level x cores`` busy processes running inside the block; yield how many.
 
-    They run at normal priority, are killed when the block ends (however it
-    ends), and die with this process (they read stdin, which closes with it).
+    They run at normal priority, each in a session of its own, are killed when
+    the block ends (however it ends), and die with this process (they read
+    stdin, which closes with it).
     """
     count = round(level * (os.cpu_count() or 1))
     burners = []
@@ -40,6 +41,9 @@ def cpu_load(level: float) -> Iterator[int]:
                     ],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL,
+                    # Sessions of their own, as a node's other work runs: where the
+                    # kernel groups sessions (sched_autogroup), each weighs as one.
+                    start_new_session=True,
                 )
             )
         time.sleep(0.5)  # every burner on the run queue before the work starts

@@ -23,12 +23,23 @@ import math
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from graders.sandbox.errors import SandboxError
 
-__all__ = ["IdleGroup", "Lanes", "LeastAttained", "Timers", "demote", "waited_s"]
+__all__ = [
+    "IdleGroup",
+    "Lanes",
+    "LeastAttained",
+    "Timers",
+    "can_raise_priority",
+    "demote",
+    "trusted_process",
+    "waited_s",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -256,6 +267,68 @@ def _tree_ticks(pid: int) -> int:
     return _cpu_ticks(pid) + sum(_tree_ticks(child) for child in _children(pid))
 
 
+class _Process(Protocol):
+    """What :func:`trusted_process` needs of a started process (a ``subprocess.Popen``)."""
+
+    pid: int
+
+    def poll(self) -> int | None: ...
+
+
+#: This service's own processes (the sandbox's zygotes, the pytest host): their
+#: CPU, with this process's own threads', is the service's; the rest of the
+#: host's busy CPU is other work's.
+_TRUSTED: weakref.WeakSet[_Process] = weakref.WeakSet()
+_TRUSTED_LOCK = threading.Lock()
+
+
+def trusted_process(process: _Process) -> None:
+    """Count a process this service started (and everything under it) as the service's own CPU.
+
+    Held weakly: a process forgotten (or dead) stops counting. Nothing else
+    this process starts is counted as the service's (a trainer that grades
+    in-process has data loaders of its own; the load generator is other work).
+    """
+    with _TRUSTED_LOCK:
+        _TRUSTED.add(process)
+
+
+def _service_ticks() -> int:
+    """Return the CPU time of this process's own threads and of its trusted processes' trees."""
+    with _TRUSTED_LOCK:
+        live = [p.pid for p in _TRUSTED if p.poll() is None]
+    return _own_ticks() + sum(_tree_ticks(pid) for pid in live)
+
+
+def _own_ticks() -> int:
+    """Return the CPU time of this process's threads (not of its reaped children), in ticks."""
+    try:
+        with open("/proc/self/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+#: CAP_SYS_NICE's bit in /proc/PID/status's capability sets.
+_CAP_SYS_NICE = 23
+
+
+def can_raise_priority() -> bool:
+    """Return whether this process may raise a process's priority back (CAP_SYS_NICE).
+
+    Root in a container often lacks it: there a demoted run cannot be favoured again.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return bool(int(line.split()[1], 16) >> _CAP_SYS_NICE & 1)
+    except (OSError, ValueError):
+        pass
+    return False
+
+
 def _cpu_ticks(pid: int) -> int:
     """Return the CPU time a process and its reaped children have had, in clock ticks."""
     try:
@@ -361,6 +434,34 @@ _FAVOURED_NICE_CONTENDED = 0
 HOST_SHARE_CONTENDED = 0.5
 
 
+class HostShare:
+    """Whether other work than this service's takes most of the host's busy CPU.
+
+    Sampled at most every ``RANK_EVERY_S`` (from ``/proc/stat`` against
+    :func:`trusted_process`'s trees and this process's threads); between two
+    samples the last answer stands.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._at = time.monotonic()
+        self._busy = _busy_ticks()
+        self._ours = _service_ticks()
+        self._contended = False
+
+    def contended(self) -> bool:
+        """Return whether the host's other work took most of the busy CPU since the last sample."""
+        with self._lock:
+            now = time.monotonic()
+            if now - self._at >= RANK_EVERY_S:
+                busy, ours = _busy_ticks(), _service_ticks()
+                spent = busy - self._busy
+                if spent > 0:
+                    self._contended = spent - (ours - self._ours) > HOST_SHARE_CONTENDED * spent
+                self._at, self._busy, self._ours = now, busy, ours
+            return self._contended
+
+
 @dataclass
 class _LongRun:
     """What the long lane knows of one run between two ticks."""
@@ -394,20 +495,21 @@ class LeastAttained:
     one would run to its full CPU limit. The credit goes to ``credit`` (the
     pool moves every deadline of the run with it).
 
-    **Ranking** (``rank``, as root: raising a priority needs CAP_SYS_NICE).
-    Under fair shares, k long runs on n cores get n/k of a core each: a
-    correct candidate that needs three seconds of CPU, long beside a dozen
-    loopers, would reach its wall-clock backstop before its CPU limit. So
-    every ``RANK_EVERY_S`` the long runs are ranked by the CPU time they have
-    had (processes and reaped children, from /proc), and the ``favoured`` with
-    the least leave the idle group (where the host's own busy processes would
-    starve them) for nice 10, or nice 0 while other processes than this
-    service's take most of the busy CPU (``contended``: then the long lane's
-    runs must hold their own against the host's, as the fast lane's do), while
-    the rest stay idle at 19:
-    loopers, which have had the most, wait; a run that has just turned long,
-    or needs only a little more, goes first (least attained service).
-    Elsewhere long runs share fairly at nice 19.
+    **Ranking** (``rank``: where this process may raise a priority back,
+    CAP_SYS_NICE). Under fair shares, k long runs on n cores get n/k of a
+    core each: a correct candidate that needs three seconds of CPU, long
+    beside a dozen loopers, would reach its wall-clock backstop before its
+    CPU limit. So every ``RANK_EVERY_S`` the long runs are ranked by the CPU
+    time they have had (processes and reaped children, from /proc), and the
+    ``favoured`` with the least leave the idle group (where the host's own
+    busy processes would starve them) for nice 10, or nice 0 while other
+    work than this service's takes most of the busy CPU (:class:`HostShare`:
+    then the long lane's runs must hold their own against the host's, as the
+    fast lane's do), while the rest stay idle at 19: loopers, which have had
+    the most, wait; a run that has just turned long, or needs only a little
+    more, goes first (least attained service). Without ranking, long runs
+    share fairly at nice 19, and a run that turns long while the host's
+    other work dominates is not demoted at all (nothing could raise it again).
     """
 
     def __init__(self, timers: Timers, favoured: int, *, rank: bool = True) -> None:
@@ -421,9 +523,8 @@ class LeastAttained:
         self._chain: int | None = None
         self._chains = itertools.count()
         self._busy = 0
-        self._ours = 0
-        #: Whether, at the last tick, the host's other processes took most of the busy CPU.
-        self.contended = False
+        #: Whether the host's other processes take most of the busy CPU (sampled each tick).
+        self.host = HostShare()
         self._idle: IdleGroup | None = None
         #: Ticks done (for tests and operators).
         self.rounds = 0
@@ -446,8 +547,6 @@ class LeastAttained:
                 return
             chain = self._chain = next(self._chains)
             self._busy = _busy_ticks()
-            if self.rank:
-                self._ours = _tree_ticks(os.getpid())
         self.timers.call_later(0.0, lambda: self._tick(chain))
 
     def discard(self, key: object) -> None:
@@ -495,12 +594,7 @@ class LeastAttained:
             # Every tick: the run's deadline also moves while the trusted side works.
             run.credit(run.credited_s)
         if self.rank:
-            # This service's processes (the trusted side, the lanes' runs, its
-            # workers) against the host's busy CPU: the rest is other work.
-            ours, self._ours = self._ours, _tree_ticks(os.getpid())
-            if busy > 0:
-                self.contended = busy - (self._ours - ours) > HOST_SHARE_CONTENDED * busy
-            nice = _FAVOURED_NICE_CONTENDED if self.contended else _FAVOURED_NICE
+            nice = _FAVOURED_NICE_CONTENDED if self.host.contended() else _FAVOURED_NICE
             # Fewest ticks first; among equals, the run that turned long first.
             seen.sort(key=lambda entry: (entry[2], entry[0].order))
             for place, (run, pids, _, _) in enumerate(seen):

@@ -45,7 +45,16 @@ from graders.sandbox.frames import (
     recv_frame,
     send_frame,
 )
-from graders.sandbox.lanes import IdleGroup, Lanes, LeastAttained, Timers, demote, waited_s
+from graders.sandbox.lanes import (
+    IdleGroup,
+    Lanes,
+    LeastAttained,
+    Timers,
+    can_raise_priority,
+    demote,
+    trusted_process,
+    waited_s,
+)
 from graders.sandbox.uids import DEFAULT_UID_BASE, UidRange
 
 logger = logging.getLogger(__name__)
@@ -212,6 +221,8 @@ def spawn_boot(
     finally:
         theirs.close()
         log.close()
+    # Its CPU is the service's, not the host's other work (see graders.sandbox.lanes).
+    trusted_process(proc)
     return proc, ours
 
 
@@ -602,7 +613,11 @@ class _Slot:
                 return
             state.long = True
             idle = pool.idle_group
-            demote(zygote, idle)
+            # A demotion that cannot be undone (no ranking) is not made while the
+            # host's other work dominates: the run would starve beside it.
+            ranked = pool.least_attained.rank
+            if ranked or not pool.least_attained.host.contended():
+                demote(zygote, idle)
             pool._lanes.to_long(self.token)
             pool.least_attained.add(self.index, zygote, current, idle, credit)
 
@@ -648,7 +663,10 @@ class _Slot:
                     self.pool.timers.cancel(self._state.timer)
                 self._state = None
                 self.pool.least_attained.discard(self.index)
-        if report.ended_by == "deadline" and deadline.starved:
+        # Ended by its deadline (by the template, or by the trusted side once its
+        # call went unanswered past it) after the credit stopped: the host's doing.
+        ended = report.ended_by == "deadline" or (end and time.monotonic() >= deadline.at())
+        if ended and deadline.starved:
             raise SandboxError(
                 f"the host kept the run off the CPU for {deadline.credit_s:.1f} s, as much "
                 f"as is credited to its {deadline.backstop_s:g} s backstop: "
@@ -702,9 +720,9 @@ class SandboxPool:
         self.timers = Timers()
         #: Where long-lane runs go while this pool is started (``None``: nice 19 only).
         self.idle_group: IdleGroup | None = None
-        #: Credits the long lane's runs with their waits; ranks them as root (raising a
-        #: priority needs CAP_SYS_NICE).
-        self.least_attained = LeastAttained(self.timers, self.size, rank=os.geteuid() == 0)
+        #: Credits the long lane's runs with their waits; ranks them where this
+        #: process may raise a priority back (CAP_SYS_NICE).
+        self.least_attained = LeastAttained(self.timers, self.size, rank=can_raise_priority())
         self._lock = threading.Lock()
         self._started = False
         #: The uids this pool's slots run as (held while started).
@@ -730,7 +748,9 @@ class SandboxPool:
                 self._close_slots()
                 self.uids.release()
                 raise
-            if os.geteuid() == 0:
+            if os.geteuid() == 0 and self.least_attained.rank:
+                # Only where a run can be taken out again: the idle group starves
+                # its runs while the host is busy.
                 self.idle_group = IdleGroup.create(os.path.basename(self.scratch))
             self._started = True
             # Zygotes die with this process anyway (PDEATHSIG); this also removes scratch.

@@ -9,6 +9,7 @@ load is well past its backstop although its own work is well inside it.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,6 +19,7 @@ from graders.runner import GraderJob, run_job
 from graders.sandbox import PoolConfig, SandboxPool
 from graders.sandbox import pool as pool_module
 from graders.sandbox.errors import SandboxError
+from graders.sandbox.lanes import HostShare
 from graders.sandbox.pool import Limits
 from graders.types import FailureKind, Sample, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
@@ -137,3 +139,30 @@ def test_a_run_starved_past_its_credit_cap_is_our_failure(
             b"",
             limits,
         )
+
+
+def test_the_load_generators_processes_are_the_hosts_work_not_ours() -> None:
+    # They are this process's children, as a trainer's data loaders are when it
+    # grades in-process: only the processes the service marks are its own.
+    share = HostShare()
+    with cpu_load(2):
+        time.sleep(0.3)
+        assert share.contended()
+
+
+def test_without_cap_sys_nice_a_run_that_turns_long_under_host_load_is_not_starved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # No ranking: a demoted run could never be raised again, so it is not demoted
+    # while the host's other work dominates (at nice 19 it would get ~1% of a core).
+    monkeypatch.setattr(pool_module, "can_raise_priority", lambda: False)
+    pool = SandboxPool(PoolConfig(slots=1, long_slots=2))
+    pool.start()
+    try:
+        assert not pool.least_attained.rank and pool.idle_group is None
+        with cpu_load(LOAD):
+            result = grade(UnitTestsGrader(pool), HALF_A_CPU_SECOND, RETURNS_TRUE, timeout_s=1.0)
+    finally:
+        pool.close()
+    assert result.score == 1.0, result.failure
+    assert result.details["sandbox"]["long"], result.details["sandbox"]
