@@ -9,6 +9,7 @@ not count: it never runs).
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -216,3 +217,70 @@ def test_the_cycle_check_catches_a_planted_cycle(tmp_path):
     assert import_cycles(graph) == [["pkg.a", "pkg.b", "pkg.sub.c"]]
     (package / "b.py").write_text("")
     assert import_cycles(import_graph(tmp_path, ["pkg"])) == []
+
+
+#: The sandbox's own interpreters (the confiner, the template, the run) run these:
+#: a module of ``graders/sandbox`` whose name starts with ``_``.
+CONFINED = REPO / "graders" / "sandbox"
+
+
+def runtime_imports(path: Path) -> set[str]:
+    """Return every module a file imports when it runs (lazily or not; not for type checking).
+
+    ``from package import name`` counts as ``package.name``: the name may be a module.
+    """
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking_only(node):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path.name}: a relative import"
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(), filename=str(path)))
+    return found
+
+
+def confined_offences(directory: Path, package: str) -> list[str]:
+    """Return each import of a ``_`` module in ``directory`` that is neither stdlib nor confined."""
+    offences = []
+    for path in sorted(directory.glob("_*.py")):
+        if path.name == "__init__.py":
+            continue
+        for module in sorted(runtime_imports(path)):
+            top = module.split(".")[0]
+            if top in sys.stdlib_module_names:
+                continue
+            inside = module.removeprefix(package + ".")
+            if module.startswith(package + ".") and inside.split(".")[0].startswith("_"):
+                continue
+            offences.append(f"{path.name} imports {module}")
+    return offences
+
+
+def test_the_sandboxs_confined_modules_import_only_the_standard_library():
+    names = {path.stem for path in CONFINED.glob("_*.py")} - {"__init__"}
+    # The template's modules and the confiner's are all among them.
+    assert {"_zygote", "_linux", "_template", "_remote", "_codec", "_frames"} <= names
+    assert not confined_offences(CONFINED, "graders.sandbox")
+
+
+def test_the_confined_check_catches_a_non_stdlib_import(tmp_path):
+    (tmp_path / "_ok.py").write_text(
+        "import os\nfrom typing import TYPE_CHECKING\nfrom graders.sandbox import _other\n"
+        "if TYPE_CHECKING:\n    from graders.sandbox.clock import Moving\n"
+    )
+    (tmp_path / "_lazy.py").write_text("def f():\n    import numpy\n")
+    (tmp_path / "_trusted.py").write_text("from graders.sandbox.proxy import Channel\n")
+    (tmp_path / "open.py").write_text("import pytest\n")  # not confined: no underscore
+    assert confined_offences(tmp_path, "graders.sandbox") == [
+        "_lazy.py imports numpy",
+        "_trusted.py imports graders.sandbox.proxy.Channel",
+    ]

@@ -22,8 +22,8 @@ code of the lazy ones, report ready. Run as root, the template keeps its uid
 run can import the standard modules it names before dropping to the slot's
 unprivileged uid: a run cannot signal or trace a template of another uid.
 
-Only the standard library and the sandbox's stdlib-only modules (``codec``,
-``frames``, ``_remote``) are used, and none of them imports ``ctypes``.
+Only the standard library and the sandbox's stdlib-only modules (``_codec``,
+``_frames``, ``_remote``) are used, and none of them imports ``ctypes``.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ import types
 from typing import Any
 
 from graders.sandbox import _remote
-from graders.sandbox.frames import (
+from graders.sandbox._frames import (
     CONTROL_MAX_BYTES,
     FrameReader,
     recv_frame,

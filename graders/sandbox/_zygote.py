@@ -42,10 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from graders.sandbox import _linux as kernel
-from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame
+from graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame
 
 #: The sandbox's modules the template runs, in import order; all stdlib-only.
-TEMPLATE_MODULES = ("codec", "frames", "_remote", "_template")
+TEMPLATE_MODULES = ("_codec", "_frames", "_remote", "_template")
 #: The tmpfs under runs/: bytes and inodes for everything one run may leave.
 RUN_DIR_BYTES = 64 << 20
 RUN_DIR_INODES = 4096

@@ -36,15 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.sandbox.clock import Moving, RunDeadline
-from graders.sandbox.errors import SandboxError
-from graders.sandbox.frames import (
+from graders.sandbox._frames import (
     CONTROL_MAX_BYTES,
     ChannelClosed,
     ChannelTimeout,
     recv_frame,
     send_frame,
 )
+from graders.sandbox.clock import Moving, RunDeadline
+from graders.sandbox.errors import SandboxError
 from graders.sandbox.lanes import (
     IdleGroup,
     Lanes,

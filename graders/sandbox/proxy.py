@@ -19,7 +19,7 @@ asked of the candidate.
 
 Arguments follow Python's semantics: the mutable containers a call passes are
 numbered, and the contents the candidate left in them are copied back into the
-very objects the test holds (:class:`~graders.sandbox.codec.Sharing`).
+very objects the test holds (:class:`~graders.sandbox._codec.Sharing`).
 
 An exception the candidate raises comes back as a :class:`CandidateError`;
 when its class derives, by identity, from a builtin exception (or from one of
@@ -49,9 +49,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from graders.sandbox import codec
-from graders.sandbox.clock import Moving
-from graders.sandbox.frames import (
+from graders.sandbox import _codec as codec
+from graders.sandbox._frames import (
     ChannelClosed,
     ChannelTimeout,
     FrameReader,
@@ -59,6 +58,7 @@ from graders.sandbox.frames import (
     send_frame,
     send_frames,
 )
+from graders.sandbox.clock import Moving
 
 __all__ = [
     "CandidateError",

@@ -2,7 +2,7 @@
 
 The candidate's module is loaded in a confined child of the sandbox pool, as for
 function tasks; its channel's descriptor is handed to a child of the suite host
-(:mod:`graders.sandbox._suite_server`), which runs the task's test files against a
+(:mod:`graders.sandbox.suite_server`), which runs the task's test files against a
 proxy of that module and writes the verdict on a pipe this side reads. The host
 is a fresh interpreter started with an empty environment (never a fork of the
 service, which holds secrets) and it never runs candidate code, so what it
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame, send_frame
 from graders.sandbox.clock import RunDeadline
-from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame, send_frame
 from graders.sandbox.lanes import RANK_EVERY_S
 from graders.sandbox.pool import REPORT_GRACE_S, SandboxError, spawn_boot
 
@@ -46,8 +46,8 @@ for name, path in (("graders", {str(Path(__file__).resolve().parents[1])!r}),
     package = types.ModuleType(name)
     package.__path__ = [path]
     sys.modules[name] = package
-from graders.sandbox import _suite_server
-_suite_server.main()
+from graders.sandbox import suite_server
+suite_server.main()
 """
 
 

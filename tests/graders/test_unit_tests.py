@@ -25,10 +25,10 @@ from graders.sandbox import (
     SandboxError,
     SandboxPool,
     check_layers,
-    codec,
     plan_function_tests,
     require_layers,
 )
+from graders.sandbox import _codec as codec
 from graders.sandbox.suites import expected_test_ids, tally, tampering_signals
 from graders.types import FailureKind, IOCase, Sample, TaskSpec
 from graders.unit_tests import UnitTestsConfig, UnitTestsGrader, outputs_match, score_outcomes
@@ -447,7 +447,8 @@ def test_suites_run_on_the_trusted_side_and_no_sandbox_process_carries_pytest() 
         "import sys\n"
         "def heavy():\n"
         "    own = ('graders', 'graders.sandbox', 'graders.sandbox._template',\n"
-        "           'graders.sandbox.codec', 'graders.sandbox.frames', 'graders.sandbox._remote')\n"
+        "           'graders.sandbox._codec', 'graders.sandbox._frames',\n"
+        "           'graders.sandbox._remote')\n"
         "    tops = {'pytest', '_pytest', 'pluggy', 'pydantic', 'asyncio', 'graders',\n"
         "            'threading', 'queue', 'subprocess', 'ctypes', '_ctypes'}\n"
         "    return sorted(m for m in sys.modules if m.split('.')[0] in tops and m not in own)\n"

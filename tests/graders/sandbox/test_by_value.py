@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from graders.sandbox import _remote, codec
+from graders.sandbox import _codec as codec
+from graders.sandbox import _remote
 from graders.sandbox.proxy import CandidateError, Channel
 from graders.sandbox.suites import declared_names
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from graders.sandbox import codec
-from graders.sandbox.frames import (
+from graders.sandbox import _codec as codec
+from graders.sandbox._frames import (
     ChannelClosed,
     ChannelTimeout,
     FrameReader,

@@ -29,7 +29,8 @@ from unittest import mock
 
 import pytest
 
-from graders.sandbox import _remote, codec
+from graders.sandbox import _codec as codec
+from graders.sandbox import _remote
 from graders.types import GradeResult, TaskSpec, ViolationType
 from graders.unit_tests import UnitTestsGrader
 from tests.graders.sandbox.conftest import grade

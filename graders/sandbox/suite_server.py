@@ -34,8 +34,8 @@ from typing import Any
 import pytest
 
 from graders.sandbox import _linux as kernel
+from graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
 from graders.sandbox.clock import DeadlineView
-from graders.sandbox.frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
 from graders.sandbox.proxy import (
     Channel,
     ChannelBroken,
@@ -69,13 +69,16 @@ class Collector:
         self.collected = 0
 
     def pytest_collectreport(self, report: Any) -> None:
+        """Remember a file that failed to collect."""
         if report.failed:
             self.collect_errors.append(str(report.nodeid))
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
+        """Count the tests collected."""
         self.collected = len(items)
 
     def pytest_runtest_logreport(self, report: Any) -> None:
+        """Record a test's outcome (a failure in any phase wins over a pass)."""
         nodeid = str(report.nodeid)
         previous = self.outcomes.get(nodeid)
         if report.failed:
@@ -183,6 +186,7 @@ class ChannelGuard:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+        """Fail a test that passed although it swallowed a sandbox failure."""
         report = yield
         nodeid = str(item.nodeid)
         if call.when == "call" and nodeid in self.tainted and report.passed:

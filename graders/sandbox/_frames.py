@@ -23,7 +23,7 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-from graders.sandbox.codec import DecodeError, dumps, loads
+from graders.sandbox._codec import DecodeError, dumps, loads
 
 if TYPE_CHECKING:  # the template loads this module, never the clock's
     from graders.sandbox.clock import Moving
