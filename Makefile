@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint clean
+.PHONY: setup tools demo test lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +20,19 @@ $(STAMP): pyproject.toml
 	fi
 	touch $(STAMP)
 
-setup: $(STAMP)
+# Debian's prometheus brings promtool and a server the dashboard test scrapes with;
+# checked on every setup (not only with the stamp), so an existing .venv gets it too.
+tools:
+	@if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	fi
+
+setup: $(STAMP) tools
 
 demo: $(STAMP)
 	$(BIN)/arbiter score --rubric rubrics/library/python-codegen.yaml eval_sets/codegen-demo.jsonl -o demo-rewards.jsonl
 
-test: $(STAMP)
+test: $(STAMP) tools
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

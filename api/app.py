@@ -11,6 +11,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -143,6 +145,21 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
             exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None)
         )
 
+    async def _store_down(_request: Request, exc: Exception) -> Response:
+        # A store that cannot be reached, a lock or statement timeout, a full
+        # disk: the request may be retried as it is. Routes that write say so
+        # themselves; this covers every other read or write of the store.
+        logger.warning("store error on a request: %s", str(exc).splitlines()[0][:200])
+        return error_response(
+            503,
+            "store_unavailable",
+            "the store could not be reached; retry",
+            headers=service.grading.retry_after(),
+        )
+
+    for store_error in (OperationalError, InterfaceError, PoolTimeoutError):
+        app.add_exception_handler(store_error, _store_down)
+
     @app.exception_handler(Exception)
     async def _crash(_request: Request, exc: Exception) -> Response:
         logger.error("unhandled error", exc_info=exc)
@@ -157,6 +174,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
         health.router,
         review.router,
         drift.router,
+        drift.page_router,
     ):
         app.include_router(router)
     _with_hand_parsed_bodies(app)

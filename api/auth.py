@@ -71,7 +71,9 @@ class Authenticator:
                 record = await asyncio.to_thread(self.store.key_for, key)
             except Exception as e:
                 raise Unavailable(
-                    "the key store is unreachable", headers=dict(self._retry_after)
+                    "the key store is unreachable; retry",
+                    code="store_unavailable",
+                    headers=dict(self._retry_after),
                 ) from e
             self._keys[digest] = (record, now + KEY_CACHE_S)
             self._keys.move_to_end(digest)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 
 from api.auth import Principal
+from api.errors import Invalid
 from api.service import Service
 
-__all__ = ["Caller", "ServiceDep"]
+__all__ = ["Caller", "ServiceDep", "known_query"]
 
 
 def get_service(request: Request) -> Service:
@@ -56,3 +58,27 @@ def _basic_password(token: str) -> str | None:
 
 
 Caller = Annotated[Principal, Depends(get_principal)]
+
+
+def known_query(*names: str) -> Any:
+    """Return a dependency that refuses query parameters other than ``names`` (422).
+
+    FastAPI ignores a parameter it does not declare, so ``?opne_only=true``
+    silently returned everything; a typo is an error the caller can see.
+    """
+
+    def check(request: Request) -> None:
+        unknown = sorted(set(request.query_params) - set(names))
+        if unknown:
+            allowed = ", ".join(names) or "none"
+            raise Invalid(
+                f"unknown query parameter(s): {', '.join(unknown)}; expected: {allowed}",
+                code="unknown_query_parameter",
+                errors=[
+                    {"path": name, "in": "query", "message": "unknown query parameter"}
+                    for name in unknown
+                ],
+            )
+
+    dependency: Callable[[Request], None] = check
+    return Depends(dependency)

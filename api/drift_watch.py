@@ -15,6 +15,13 @@ whichever replica holds an advisory lock, which follows the reward log; every
 replica reads the open alerts back from the store every poll, so the flags
 reach the rewards of all of them.
 
+A silence (``store.drift_log.DriftLog.silence``) mutes a rubric's (or one
+component's) open alerts until it expires or is lifted: their flags leave the
+rewards and ``arbiter_drift_incident_open`` stops paging, while the detectors go
+on against the same reference and the alerts still open and close (a reset, by
+contrast, forgets the reference). Every watch reads the active silences from the
+store at most once a second, so all replicas follow the same ones.
+
 Both in one module: the shared watch is the in-process one plus a leader, a log
 cursor and saved state, and the two must flag rewards, log alerts and export
 gauges identically (the replica tests compare them on the same traffic).
@@ -47,6 +54,9 @@ __all__ = ["DriftWatch", "SharedDriftWatch"]
 
 logger = logging.getLogger("arbiter.drift")
 
+#: How often a watch reads the active silences back from the store.
+SILENCE_REFRESH_S = 1.0
+
 
 def _row(alert: Alert, at: float) -> dict[str, object]:
     return {
@@ -65,6 +75,11 @@ def _row(alert: Alert, at: float) -> dict[str, object]:
         ),
         "opened_at": alert.opened_at if alert.opened_at is not None else at,
     }
+
+
+def _label(alert: Alert) -> tuple[str, str, str]:
+    """Return an alert's gauge labels: rubric, component, detector."""
+    return (alert.stream.rubric, alert.stream.component, alert.detector.value)
 
 
 def _stream_keys(
@@ -89,6 +104,12 @@ def _streams(monitor: DriftMonitor) -> list[dict[str, object]]:
             "component": key.component,
             "grader_version": key.version,
             "reference": None if ref is None else ref.model_dump(mode="json"),
+            # Says that nothing is watched yet, and for how long still: after a reset,
+            # or for the first window x (warmup + reference) samples.
+            "warmup": monitor.progress(key),
+            # What the drift page draws against the reference band (its mean, and
+            # the sd of a window's mean).
+            "series": [{"window": i, "mean": m} for i, m in monitor.series(key)],
         }
         for key, ref in references.items()
     ]
@@ -103,12 +124,62 @@ class DriftWatch:
         self.monitor = DriftMonitor()
         self._lock = threading.Lock()
         self._configured: dict[str, str] = {}  # rubric name -> sha256 its config came from
-        self._published: set[tuple[str, str]] = set()  # gauge labels exported so far
+        self._published: set[tuple[str, str, str]] = set()  # gauge labels exported so far
+        self._published_rubrics: set[str] = set()
+        # Active silences as last read: (rubric, component or None for all, until).
+        self._silences: list[tuple[str, str | None, float]] = []
+        self._silences_read = float("-inf")
         self.open_alerts = Gauge(
             "arbiter_drift_open_alerts",
-            "Open drift alerts by rubric and detector.",
-            ["rubric", "detector"],
+            "Open drift alerts by rubric, component (@reward: the rubric-level reward) "
+            "and detector.",
+            ["rubric", "component", "detector"],
             registry=metrics.registry,
+        )
+        # Page on this one: one shift opens several alerts, which form one incident
+        # (monitoring.drift_incidents); a rubric's alerts open at once are one incident.
+        self.open_incidents = Gauge(
+            "arbiter_drift_incident_open",
+            "1 while a drift incident of the rubric is open (any of its alerts open), else 0.",
+            ["rubric"],
+            registry=metrics.registry,
+        )
+
+    def refresh_silences(self, *, force: bool = False) -> None:
+        """Read the active silences from the store (at most once a second unless forced)."""
+        if not force and time.monotonic() - self._silences_read < SILENCE_REFRESH_S:
+            return
+        try:
+            rows = DriftLog(self.store).silences(active_at=time.time(), limit=1000)
+        except Exception:  # the silences as last read stand: flags never cost a batch
+            logger.warning("could not read drift silences; the last ones read apply", exc_info=True)
+            return
+        self._silences = [(r["rubric_name"], r["component"], r["until"]) for r in rows]
+        self._silences_read = time.monotonic()
+
+    def silenced(self, rubric: str, component: str) -> bool:
+        """Return whether a stream's alerts are silenced now (an expired silence is not)."""
+        now = time.time()
+        return any(
+            r == rubric and c in (None, component) and until > now for r, c, until in self._silences
+        )
+
+    def silences_changed(self) -> None:
+        """Apply an added or lifted silence now: flags and the incident gauge follow at once."""
+        self.refresh_silences(force=True)
+        with self._lock:
+            open_now = [_label(a) for a in self.monitor.open_alerts]
+        self._publish(open_now)
+
+    def _unsilenced_flags(self, rubric: str) -> tuple[str, ...]:
+        return tuple(
+            sorted(
+                {
+                    a.flag
+                    for a in self.monitor.open_alerts
+                    if a.stream.rubric == rubric and not self.silenced(rubric, a.stream.component)
+                }
+            )
         )
 
     def load(self) -> None:
@@ -122,7 +193,7 @@ class DriftWatch:
             logger.exception("saved drift state is unreadable; monitoring starts afresh")
             return
         # Alerts still open from before the restart count from the first scrape on.
-        self._publish([(a.stream.rubric, a.detector.value) for a in self.monitor.open_alerts])
+        self._publish([_label(a) for a in self.monitor.open_alerts])
 
     def save(self) -> None:
         """Save the monitor's state."""
@@ -157,14 +228,14 @@ class DriftWatch:
             update = self.monitor.observe_rewards(
                 rewards, [len(s.response) for s in samples], at=now
             )
-            flags = self.monitor.flags(rubric.name)
+            flags = self._unsilenced_flags(rubric.name)
             open_now = list(self.monitor.open_alerts)
         opened = [_row(a, now) for a in update.opened]
         closed = [a.id for a in update.closed]
         if opened or closed:
             self.store.record_alerts(opened, closed, now)
             self._log_opened(update.opened, open_now)
-        self._publish([(a.stream.rubric, a.detector.value) for a in open_now])
+        self._publish([_label(a) for a in open_now])
         return flags, opened, closed
 
     @staticmethod
@@ -189,16 +260,24 @@ class DriftWatch:
                     extra=extra,
                 )
 
-    def _publish(self, open_now: Sequence[tuple[str, str]]) -> None:
-        """Export the open alerts' (rubric, detector) counts."""
+    def _publish(self, open_now: Sequence[tuple[str, str, str]]) -> None:
+        """Export the open alerts' (rubric, component, detector) counts and open incidents."""
         # A series that was ever exported drops to 0, not out of the exposition: a
         # dashboard reading "no series" cannot tell "resolved" from "never scraped".
         counts = dict.fromkeys(self._published, 0)
         for label in open_now:
             counts[label] = counts.get(label, 0) + 1
-        for (rubric, detector), count in counts.items():
-            self.open_alerts.labels(rubric=rubric, detector=detector).set(count)
+        for (rubric, component, detector), count in counts.items():
+            self.open_alerts.labels(rubric=rubric, component=component, detector=detector).set(
+                count
+            )
         self._published = set(counts)
+        rubrics = self._published_rubrics | {rubric for rubric, _, _ in counts}
+        # A silenced alert pages no one: it counts above, not here.
+        open_rubrics = {r for r, component, _ in open_now if not self.silenced(r, component)}
+        for rubric in rubrics:
+            self.open_incidents.labels(rubric=rubric).set(1 if rubric in open_rubrics else 0)
+        self._published_rubrics = rubrics
 
     async def observe(
         self, rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample]
@@ -209,6 +288,8 @@ class DriftWatch:
         Freezing a stream's reference bootstraps its threshold once (a fraction
         of a second, once per stream); every other batch costs milliseconds.
         """
+        if time.monotonic() - self._silences_read >= SILENCE_REFRESH_S:
+            await asyncio.to_thread(self.refresh_silences)
         try:
             flags, _, _ = self._observe(rubric, rewards, samples)
         except Exception:
@@ -242,7 +323,7 @@ class DriftWatch:
         with self._lock:
             keys = _stream_keys(self.monitor, rubric, component, version)
             closed = [a for key in keys for a in self.monitor.reset_reference(key)]
-            open_now = [(a.stream.rubric, a.detector.value) for a in self.monitor.open_alerts]
+            open_now = [_label(a) for a in self.monitor.open_alerts]
         if closed:
             self.store.record_alerts([], [a.id for a in closed], now)
         self._publish(open_now)
@@ -492,14 +573,22 @@ class SharedDriftWatch(DriftWatch):
             self.log.mark_applied(reset.id)
             self.save()
 
+    def silences_changed(self) -> None:
+        """Apply an added or lifted silence now (flags and gauges, on this replica)."""
+        self.refresh_silences(force=True)
+        self._read_flags()
+
     def _read_flags(self) -> None:
+        self.refresh_silences()
         flags: dict[str, set[str]] = {}
         rows = self.log.open_alerts()
         for alert in rows:
+            if self.silenced(alert["rubric_name"], alert["component"]):
+                continue
             flags.setdefault(alert["rubric_name"], set()).add(
                 f"drift:{alert['component']}:{alert['detector']}"
             )
-        self._publish([(a["rubric_name"], a["detector"]) for a in rows])
+        self._publish([(a["rubric_name"], a["component"], a["detector"]) for a in rows])
         self._flags = {rubric: tuple(sorted(names)) for rubric, names in flags.items()}
 
     def _saved_monitor(self) -> DriftMonitor:

@@ -96,9 +96,10 @@ class GradedBatch:
         )
 
 
-#: An Idempotency-Key claim outlives the request's deadline by this much (then
-#: its replica is presumed dead and another may grade the key).
-CLAIM_MARGIN_S = 60.0
+#: A claimed Idempotency-Key's lease is renewed until the request's deadline plus
+#: this much (room to log the batch after its graders' deadline); a request
+#: without a deadline keeps its claim for as long as it is graded.
+CLAIM_MARGIN_S = 30.0
 
 
 def render(batch: GradedBatch) -> bytes:
@@ -158,9 +159,11 @@ class GradingPipeline:
         self.write_failure: str | None = None
 
     def close(self) -> None:
-        """Finish queued writes and stop the writer thread."""
+        """Finish queued writes, stop the writer thread, and give up this process's claims."""
         if self._writer is not None:
             self._writer.shutdown(wait=True)
+        if self.claims is not None:
+            self.claims.close()
 
     def retry_after(self) -> dict[str, str]:
         """Return the Retry-After header of a refusal worth retrying."""
@@ -183,7 +186,11 @@ class GradingPipeline:
         try:
             return await asyncio.to_thread(self.store.find_request, client, idempotency_key)
         except Exception as e:
-            raise Unavailable("the store is unreachable", headers=self.retry_after()) from e
+            raise Unavailable(
+                "the store is unreachable; retry",
+                code="store_unavailable",
+                headers=self.retry_after(),
+            ) from e
 
     async def grade_request(
         self,
@@ -243,20 +250,70 @@ class GradingPipeline:
         logged in the envelope, and a replay for another body is refused.
         """
         slot = (principal.client, idempotency_key) if idempotency_key else None
-        if slot is not None:
-            if slot in self._in_flight_keys:
-                raise Conflict(
-                    "a request with this Idempotency-Key is still being graded; retry shortly",
-                    code="idempotency_key_in_flight",
-                    headers=self.retry_after(),
-                )
+        if slot is None:
+            return await self._grade_and_log(
+                endpoint, principal, None, rubric, samples, sent, deadline_s, envelope_fields, None
+            )
+        if slot in self._in_flight_keys:
+            raise Conflict(
+                "a request with this Idempotency-Key is still being graded; retry shortly",
+                code="idempotency_key_in_flight",
+                headers=self.retry_after(),
+            )
+        # Marked at once, before any await: a duplicate arriving while this one
+        # looks the key up is refused here rather than graded a second time.
+        self._in_flight_keys.add(slot)
+        claimed = logged = False
+        try:
             stored = await self.replay(*slot)
             if stored is None and self.claims is not None:
-                lease_s = (deadline_s or self.settings.max_deadline_s) + CLAIM_MARGIN_S
-                stored = await self.claims.acquire(*slot, lease_s=lease_s)
+                hold_s = None if deadline_s is None else deadline_s + CLAIM_MARGIN_S
+                stored = await self.claims.acquire(*slot, deadline_s=hold_s)
+                claimed = stored is None
             if stored is not None:
                 return GradedBatch.from_stored(stored, body_sha256)
+            batch = await self._grade_and_log(
+                endpoint,
+                principal,
+                idempotency_key,
+                rubric,
+                samples,
+                sent,
+                deadline_s,
+                envelope_fields,
+                body_sha256,
+            )
+            # Logged, or another replica's log of the key replayed: either way
+            # the claim went with that commit.
+            logged = True
+            return batch
+        finally:
+            self._in_flight_keys.discard(slot)
+            if claimed and self.claims is not None:
+                if logged:
+                    self.claims.forget(*slot)
+                else:
+                    # Never raises: a claim the store cannot drop lapses on its own.
+                    await self.claims.release(*slot)
 
+    async def _grade_and_log(
+        self,
+        endpoint: str,
+        principal: Principal,
+        idempotency_key: str | None,
+        rubric: Rubric,
+        samples: list[Sample],
+        sent: Sequence[Any] | None,
+        deadline_s: float | None,
+        envelope_fields: Mapping[str, Any] | None,
+        body_sha256: str | None,
+    ) -> GradedBatch:
+        """Admit, grade and log a batch (its key, if any, is this process's to grade).
+
+        Raises:
+            Busy: over the cluster's queue, the in-flight bound or the key's quota.
+            Unavailable: the batch could not be logged (nothing is acknowledged).
+        """
         room = self.executor.room() if self.executor is not None else None
         if room is not None and room < len(samples) * len(rubric.components):
             # The cluster's queue is bounded: a full one says so now, not after a long wait.
@@ -268,8 +325,6 @@ class GradingPipeline:
             )
         ticket = self.admission.admit(principal.client, len(samples))
         if isinstance(ticket, str):
-            if slot is not None and self.claims is not None:
-                await self.claims.release(*slot)
             self.metrics.rejections.labels(reason=ticket).inc()
             message = (
                 "this key has too many requests in flight"
@@ -281,10 +336,7 @@ class GradingPipeline:
                 code=ticket,
                 headers=self.retry_after(),
             )
-        if slot is not None:
-            self._in_flight_keys.add(slot)
         self.metrics.gauge_admission(self.admission)
-        logged = False
         try:
             started = time.perf_counter()
             deadline = time.monotonic() + deadline_s if deadline_s is not None else None
@@ -332,14 +384,16 @@ class GradingPipeline:
                     raise
                 return GradedBatch.from_stored(stored, body_sha256)
             except Exception as e:
-                # Unlogged rewards are not acknowledged: the client retries.
+                # Not acknowledged. The commit may still have gone through (the
+                # connection dropped while committing): the client's retry under the
+                # same key settles it, replaying the logged batch or grading it once.
                 logger.exception("could not log %d rewards", len(rows))
                 raise Unavailable(
-                    "the store could not log the rewards; nothing was acknowledged, retry",
+                    "the store could not log the rewards; nothing was acknowledged, "
+                    "retry with the same Idempotency-Key",
                     code="store_unavailable",
                     headers=self.retry_after(),
                 ) from e
-            logged = True
             self.metrics.observe_batch(rubric, rewards)
             # After the commit, so only acknowledged rewards are queued; a no-op for
             # rubrics that sample nothing, and it never fails the batch.
@@ -352,10 +406,6 @@ class GradingPipeline:
             )
         finally:
             self.admission.release(ticket)
-            if slot is not None:
-                self._in_flight_keys.discard(slot)
-                if self.claims is not None and not logged:
-                    await self.claims.release(*slot)
             self.metrics.gauge_admission(self.admission)
 
     async def _write(self, write: Callable[..., None], **kwargs: Any) -> None:

@@ -6,21 +6,26 @@ import bisect
 import collections
 import math
 import threading
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
-from prometheus_client.core import HistogramMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample as PromSample
 from prometheus_client.utils import floatToGoString
 
 if TYPE_CHECKING:
     from api.admission import Admission
+    from reward_models.usage import ModelUsage
     from rubrics.reward import Reward
     from rubrics.rubric import Rubric
 
-__all__ = ["BatchHistogram", "Metrics"]
+__all__ = ["BatchHistogram", "Metrics", "ModelUsageCollector"]
 
 LATENCY_BUCKETS_S = (
     0.001,
@@ -63,6 +68,15 @@ REWARD_BUCKETS = (
     3,
 )
 SCORE_BUCKETS = (0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1)
+#: Refusal reasons exported from the start (others appear when first counted).
+REJECTION_REASONS = (
+    "key_quota",
+    "server_busy",
+    "cluster_busy",
+    "body_too_large",
+    "invalid_request",
+    "unauthorized",
+)
 
 
 class BatchHistogram(Collector):
@@ -144,6 +158,78 @@ class BatchHistogram(Collector):
         yield HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
 
+class ModelUsageCollector(Collector):
+    """Every declared model's counters (:class:`~reward_models.usage.ModelUsage`), read at scrape.
+
+    The models count on their own (a reward model's batches finish on the
+    batcher's threads); this turns their counters into series labelled by
+    ``kind`` (``reward_model`` or ``judge``) and ``model`` (its declared name),
+    one per declared model from the start, loaded or not.
+    """
+
+    def __init__(self, usages: Iterable[ModelUsage]) -> None:
+        """Expose ``usages``."""
+        self.usages = list(usages)
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily | HistogramMetricFamily]:
+        """Yield requests, tokens, errors by kind, latency and batch fill per model."""
+        labels = ["kind", "model"]
+        requests = CounterMetricFamily(
+            "arbiter_model_requests", "Requests to each declared model.", labels=labels
+        )
+        tokens = CounterMetricFamily(
+            "arbiter_model_tokens",
+            "Tokens each declared model read (in) and wrote (out).",
+            labels=[*labels, "direction"],
+        )
+        errors = CounterMetricFamily(
+            "arbiter_model_errors",
+            "Failed requests to each declared model, by kind (unreachable, unauthorized, "
+            "model_missing, timeout, no_verdict, ...).",
+            labels=[*labels, "error"],
+        )
+        latency = HistogramMetricFamily(
+            "arbiter_model_request_duration_seconds",
+            "Latency of each declared model's answered requests.",
+            labels=labels,
+        )
+        fill = HistogramMetricFamily(
+            "arbiter_model_batch_fill_ratio",
+            "Reward-model batches by padded tokens over the batcher's token budget.",
+            labels=labels,
+        )
+        for usage in self.usages:
+            names = [usage.kind, usage.name]
+            snapshot = usage.snapshot()
+            requests.add_metric(names, snapshot["requests"])  # type: ignore[arg-type]
+            tokens.add_metric([*names, "in"], snapshot["tokens_in"])  # type: ignore[arg-type]
+            tokens.add_metric([*names, "out"], snapshot["tokens_out"])  # type: ignore[arg-type]
+            for kind, count in sorted(snapshot["errors"].items()):  # type: ignore[attr-defined]
+                errors.add_metric([*names, kind], count)
+            histograms = usage.histograms()
+            latency.add_metric(names, *_histogram(*histograms["latency"]))
+            if usage.kind == "reward_model":
+                fill.add_metric(names, *_histogram(*histograms["batch_fill"]))
+        yield from (requests, tokens, errors, latency, fill)
+
+    def describe(self) -> Iterator[CounterMetricFamily]:
+        """Describe nothing: collected on every scrape (the registry need not pre-check)."""
+        return iter(())
+
+
+def _histogram(
+    cumulative: list[tuple[float, int]], total: float
+) -> tuple[list[tuple[str, float]], float]:
+    pairs = [
+        ("+Inf" if bound == math.inf else _le(bound), float(count)) for bound, count in cumulative
+    ]
+    return pairs, total
+
+
+def _le(bound: float) -> str:
+    return str(floatToGoString(bound))  # type: ignore[no-untyped-call]
+
+
 class Metrics:
     """The service's metrics. Labels stay low-cardinality: never a sample or key id."""
 
@@ -198,10 +284,14 @@ class Metrics:
         )
         self.rejections = Counter(
             "arbiter_rejections_total",
-            "Requests refused before grading, by reason.",
+            "Grading requests refused, by reason (the error code: key_quota, server_busy, "
+            "body_too_large, invalid_request, unauthorized, ...).",
             ["reason"],
             registry=r,
         )
+        # Exported at 0 from the start: "no refusals" reads differently from "not exported".
+        for reason in REJECTION_REASONS:
+            self.rejections.labels(reason=reason)
         self.inflight_samples = Gauge(
             "arbiter_inflight_samples", "Samples being graded now.", registry=r
         )
@@ -214,11 +304,35 @@ class Metrics:
             registry=r,
         )
 
+        # Set at scrape time (api/routes/health.py): what on-call pages on.
+        self.ready = Gauge(
+            "arbiter_ready",
+            "1 while the service is started, its store takes writes and rubrics are loaded.",
+            registry=r,
+        )
+        self.store_writes_failing = Gauge(
+            "arbiter_store_writes_failing",
+            "1 while the store refuses or loses writes (the last write or probe failed).",
+            registry=r,
+        )
+        self.review_queue = Gauge(
+            "arbiter_review_queue_items",
+            "Human-review items by rubric and state (open: waiting, leased, done).",
+            ["rubric", "state"],
+            registry=r,
+        )
+
     def gauge_admission(self, admission: Admission) -> None:
         """Set the in-flight gauges from the admission's counts."""
         self.inflight_samples.set(admission.samples_in_flight)
         self.inflight_requests.set(admission.requests_in_flight)
         self.admission_utilization.set(admission.utilization())
+
+    def gauge_review_queue(self, stats: Mapping[str, Any]) -> None:
+        """Set the review-queue gauges from :meth:`store.review.ReviewQueue.stats`."""
+        for rubric, counts in stats.get("rubrics", {}).items():
+            for state in ("open", "leased", "done"):
+                self.review_queue.labels(rubric=rubric, state=state).set(counts[state])
 
     def observe_batch(self, rubric: Rubric, rewards: Sequence[Reward]) -> None:
         """Count a graded batch: rewards, abstentions, component scores, grader latencies."""

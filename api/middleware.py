@@ -2,6 +2,12 @@
 
 Pure ASGI rather than Starlette's BaseHTTPMiddleware: it adds microseconds, not
 a task per request, at the rates trainers send.
+
+Refusals: a grading request (``POST /v1/rewards``, ``POST /get_reward``) answered
+4xx or 503 counts in ``arbiter_rejections_total`` by its error ``code``, read from
+the answer itself, so every refusal counts wherever it was decided (the body limit
+here, authentication, validation, a rubric not found, a store that is down), not
+only the admission bound's.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import time
 import uuid
 from typing import Any
 
+import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import error_response
@@ -20,6 +27,24 @@ from api.metrics import Metrics
 __all__ = ["ServiceMiddleware"]
 
 access = logging.getLogger("arbiter.access")
+
+#: The paths whose refusals count as rejected grading requests.
+GRADING_PATHS = frozenset({"/v1/rewards", "/get_reward"})
+#: Refusals the grading pipeline counts itself when it decides them (admission).
+_COUNTED_AT_SOURCE = frozenset({"key_quota", "server_busy", "cluster_busy"})
+#: Enough of an error body to read its code.
+_ERROR_PEEK_BYTES = 4096
+
+
+def _refusal(status: int, body: bytes) -> str | None:
+    """Return the reason a grading request was refused, or ``None`` if it was not."""
+    if not (400 <= status < 500 or status == 503):
+        return None
+    try:
+        code = orjson.loads(body).get("code")
+    except (orjson.JSONDecodeError, AttributeError):
+        code = None
+    return code if isinstance(code, str) and code else f"http_{status}"
 
 
 class ServiceMiddleware:
@@ -44,6 +69,8 @@ class ServiceMiddleware:
         started = time.perf_counter()
         status = 500
         limit = self.max_body_bytes
+        grading = scope.get("method") == "POST" and scope.get("path") in GRADING_PATHS
+        error_body = bytearray()
 
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -52,6 +79,8 @@ class ServiceMiddleware:
             )
             response.headers["x-request-id"] = request_id
             await response(scope, receive, send)
+            if grading:
+                self.metrics.rejections.labels(reason="body_too_large").inc()
             self._finish(scope, 413, started)
             request_id_var.reset(token)
             return
@@ -85,6 +114,8 @@ class ServiceMiddleware:
                 if self.auth_disabled:
                     extra.append((b"x-arbiter-auth", b"disabled"))
                 message["headers"] = [*message.get("headers", []), *extra]
+            elif grading and status >= 400 and len(error_body) < _ERROR_PEEK_BYTES:
+                error_body.extend(message.get("body", b"")[:_ERROR_PEEK_BYTES])
             await send(message)
 
         try:
@@ -98,7 +129,12 @@ class ServiceMiddleware:
                 response = error_response(413, "body_too_large", f"the body exceeds {limit} bytes")
                 response.headers["x-request-id"] = request_id
                 await response(scope, receive, send)
+                error_body[:] = b'{"code": "body_too_large"}'
         finally:
+            if grading:
+                reason = _refusal(status, bytes(error_body))
+                if reason is not None and reason not in _COUNTED_AT_SOURCE:
+                    self.metrics.rejections.labels(reason=reason).inc()
             self._finish(scope, status, started)
             request_id_var.reset(token)
 

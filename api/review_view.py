@@ -5,6 +5,17 @@ mappings out. Guidance comes from the rubric (its configured budgets and
 thresholds), never from the graders' output, so blind review shows it too. A
 summary is what a grader found, in a few lines: its score, each violation with
 its line and snippet, the metrics or terms it scored, and the tests that failed.
+
+Measured facts (``measured_facts``) are what a reviewer could compute but should
+not have to, taken from the sample and the rubric, never from a grader's output,
+so blind review shows them too: each function's cyclomatic complexity and the
+maintainability index for a radon component, each budgeted metric (token counts,
+turns) against its budget for an efficiency one. They are measurements, not
+verdicts: the reviewer still decides what passes.
+
+Each component's guidance ends with the pass threshold agreement applies to its
+grader's score (``monitoring.agreement.PASS_THRESHOLDS``), so the rule a
+reviewer reads is the one their labels are compared by.
 """
 
 from __future__ import annotations
@@ -12,12 +23,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from graders.code import extract_code
+from graders.efficiency import METRICS, EfficiencyConfig
+from graders.radon import RadonConfig, measure_radon
+from monitoring.agreement import pass_threshold
 from rubrics.rubric import Component, Rubric
 
 __all__ = [
     "component_guidance",
     "component_summary",
     "grader_guidance",
+    "measured_facts",
+    "pass_rule",
     "reward_summary",
     "rubric_guidance",
 ]
@@ -83,16 +100,27 @@ def _curves(config: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def pass_rule(grader: str) -> str:
+    """Say at what grader output agreement counts a pass, for this grader kind.
+
+    Worded without "score": blind review shows no score, and says none.
+    """
+    threshold = pass_threshold(grader)
+    if threshold >= 1:
+        return "Agreement reads the grader as pass only at full marks (1 of 1)."
+    return f"Agreement reads the grader as pass at {_num(threshold)} or more (of 1)."
+
+
 def grader_guidance(grader: str) -> str:
     """Say what "pass" means for a grader when its rubric is no longer loaded."""
-    return _PASS.get(grader, "Pass: this component's aim is met.")
+    return _PASS.get(grader, "Pass: this component's aim is met.") + " " + pass_rule(grader)
 
 
 def component_guidance(component: Component, description: str = "") -> str:
     """Say what "pass" means for one component, with the rubric's own thresholds."""
     config = component.config.model_dump(mode="json")
     parts = [description] if description else []
-    parts.append(grader_guidance(component.grader))
+    parts.append(_PASS.get(component.grader, "Pass: this component's aim is met."))
     if component.grader == "efficiency":
         budgets = _budgets(config)
         if budgets:
@@ -101,6 +129,7 @@ def component_guidance(component: Component, description: str = "") -> str:
         curves = _curves(config)
         if curves:
             parts.append("Thresholds: " + "; ".join(curves) + ".")
+    parts.append(pass_rule(component.grader))
     return " ".join(parts)
 
 
@@ -110,6 +139,64 @@ def rubric_guidance(rubric: Rubric) -> dict[str, str]:
         name: component_guidance(component, rubric.spec.components[name].description)
         for name, component in rubric.components.items()
     }
+
+
+def _radon_facts(config: RadonConfig, response: str) -> list[str]:
+    code = extract_code(response, which=config.code_block)
+    if code is None:
+        return ["no code in the response"]
+    metrics = measure_radon(code.code, config.options())
+    if metrics.syntax_error or metrics.unanalysable:
+        return [f"not measurable: {metrics.syntax_error or metrics.unanalysable}"]
+    facts = [
+        f"{b.name} (line {b.line}): cyclomatic complexity {b.complexity}"
+        for b in metrics.blocks[:_MAX_ITEMS]
+    ]
+    facts.append(f"maintainability index {metrics.maintainability_index:.1f} (100 best)")
+    lloc = dict(metrics.raw).get("lloc")
+    if lloc is not None:
+        facts.append(f"{lloc} logical lines of code")
+    return facts
+
+
+def _efficiency_facts(config: EfficiencyConfig, metrics: Mapping[str, Any]) -> list[str]:
+    facts = []
+    budgets = config.budgets()
+    for metric in METRICS.values():
+        if metric not in budgets:
+            continue
+        budget = budgets[metric]
+        used = metrics.get(metric)
+        if isinstance(used, bool) or not isinstance(used, int | float):
+            facts.append(f"{metric}: not reported by the rollout (budget {_num(budget.limit)})")
+            continue
+        side = "within" if used <= budget.limit else "over"
+        facts.append(f"{metric} {_num(used)} of {_num(budget.limit)}: {side} budget")
+    return facts
+
+
+def measured_facts(rubric: Rubric, sample: Mapping[str, Any] | None) -> dict[str, list[str]]:
+    """Measure what a reviewer would otherwise compute by hand, per component (not verdicts).
+
+    Args:
+        rubric: the item's rubric (its components' configs say what to measure).
+        sample: the stored sample, or ``None`` for a hash-only store.
+
+    Returns:
+        Component name -> facts, for the components that have any.
+    """
+    if sample is None:
+        return {}
+    response = sample.get("response")
+    metrics = sample.get("metrics") or {}
+    out: dict[str, list[str]] = {}
+    for name, component in rubric.components.items():
+        config = component.config
+        if isinstance(config, RadonConfig) and isinstance(response, str):
+            out[name] = _radon_facts(config, response)
+        elif isinstance(config, EfficiencyConfig) and isinstance(metrics, Mapping):
+            out[name] = _efficiency_facts(config, metrics)
+    return {name: facts for name, facts in out.items() if facts}
 
 
 def _violations(outcome: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 
 from api.auth import Authenticator
 from api.drift_watch import DriftWatch, SharedDriftWatch
 from api.grading import GradingPipeline
-from api.metrics import Metrics
+from api.metrics import Metrics, ModelUsageCollector
 from api.openrlhf import OpenRLHFAdapter
 from api.review_sampler import ReviewSampler
 from api.rubric_registration import RubricRegistration
@@ -25,7 +24,14 @@ from api.rubric_sync import RubricSync
 from api.settings import Settings
 from graders.executor import GradingExecutor, remote_registry
 from graders.registry import GraderRegistry, default_registry
+from monitoring.drift_statistics import load_scipy
 from rubrics.catalog import RubricCatalog
+from rubrics.models_file import (
+    DeclaredModels,
+    load_models_file,
+    prepare_registry,
+    registry_setup,
+)
 from store.db import Store
 
 __all__ = ["Service"]
@@ -45,6 +51,9 @@ class Service:
     ) -> None:
         self.settings = settings
         self.registry = registry or default_registry()
+        # Declared models and plugin modules, as every entry point loads them
+        # (the CLI and the Ray grader actors too); a bad models file stops start-up.
+        models = load_models_file(settings.models) if settings.models is not None else None
         #: Where the heavy graders run when a Ray cluster is configured (else None).
         self.executor: GradingExecutor | None = None
         if settings.ray_address:
@@ -55,14 +64,20 @@ class Service:
                 actors=settings.ray_actors,
                 cpus_per_actor=settings.ray_cpus_per_actor,
                 max_queue=settings.ray_max_queue,
+                registry_setup=registry_setup(models, settings.grader_plugins),
             )
             remote_registry(self.executor, registry=self.registry)
-        for module in settings.grader_plugins:
-            # A plugin is trusted code chosen by the operator, like a rubric folder.
-            importlib.import_module(module).register(self.registry)
+        self.models: DeclaredModels | None = prepare_registry(
+            self.registry,
+            models=models,
+            plugins=settings.grader_plugins,
+            ray_address=settings.ray_address,
+        )
         self.store = store or Store(settings.database_url)
         self.catalog = RubricCatalog(self.registry)
         self.metrics = Metrics()
+        if self.models is not None:
+            self.metrics.registry.register(ModelUsageCollector(self.models.usage.values()))
         self.review_sampler = ReviewSampler(self.store, settings)
         # Replicas on one store share one drift monitor (the embedded file has one process).
         self.drift: DriftWatch = (
@@ -112,8 +127,13 @@ class Service:
         await asyncio.to_thread(self.rubric_sync.check_sandbox_layers)
         # Every grader a loaded rubric names starts its workers now, before the
         # service says it is ready: the first batch is graded as the hundredth.
-        await self.registry.warm(
-            c.grader for e in self.catalog.entries() for c in e.rubric.components.values()
+        # The drift detectors' statistics (scipy, half of the service's imports)
+        # load beside them, while the warm-up mostly waits for its workers.
+        await asyncio.gather(
+            self.registry.warm(
+                c.grader for e in self.catalog.entries() for c in e.rubric.components.values()
+            ),
+            asyncio.to_thread(load_scipy),
         )
         if self.settings.auth == "disabled":
             logger.warning(

@@ -44,6 +44,11 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Modules (comma-separated) whose register(registry) adds custom graders.",
     )
+    models: Path | None = Field(
+        default=None,
+        description="ARBITER_MODELS: a models file declaring the reward models and LLM judges "
+        "rubrics name (see `arbiter models`); checked at start-up, loaded on warm-up.",
+    )
     rubric_reload_interval_s: float = Field(default=2.0, ge=0)
 
     require_sandbox_layers: Annotated[list[str], NoDecode] = Field(
@@ -113,10 +118,11 @@ class Settings(BaseSettings):
         description="Shared drift monitor: how often the log is followed and alerts read back.",
     )
     idempotency_wait_s: float = Field(
-        default=120.0,
+        default=0.0,
         ge=0,
-        description="How long a request waits for another replica grading the same "
-        "Idempotency-Key before answering 409 (shared stores only).",
+        description="How long a request waits for another live replica grading the same "
+        "Idempotency-Key before answering 409 idempotency_key_in_flight with Retry-After "
+        "(shared stores only). 0: at once, and the client's retry replays the response.",
     )
     review_show_scores: bool = Field(
         default=False,

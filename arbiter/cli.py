@@ -28,15 +28,27 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from ruamel.yaml import YAML
 
+from arbiter.grader_configs import config_keys
 from arbiter.inputs import parse_samples
-from arbiter.summary import rewards_table, summary_table
+from arbiter.summary import failed_everywhere, rewards_table, summary_table
 from arbiter.version import __version__
 from graders.registry import GraderRegistry, default_registry
 from graders.types import Sample
+from monitoring.drift_config import DriftConfig
 from rubrics.compose import normalize_rewards
 from rubrics.errors import RubricError
 from rubrics.json_schema import rubric_json_schema
 from rubrics.loader import load_rubric, parse_rubric
+from rubrics.models_file import (
+    DeclaredModels,
+    ModelsFile,
+    ModelsFileError,
+    PluginError,
+    check_rubric_models,
+    load_models_file,
+    prepare_registry,
+    registry_setup,
+)
 from rubrics.reward import Reward
 from rubrics.rubric import Rubric
 from rubrics.score import prompt_key, score_samples
@@ -63,6 +75,13 @@ keys_app = typer.Typer(
     help="Create, list and revoke API keys (in ARBITER_DATABASE_URL).", no_args_is_help=True
 )
 app.add_typer(keys_app, name="keys")
+models_app = typer.Typer(
+    help="Check, show and export models files (reward models and LLM judges).",
+    no_args_is_help=True,
+)
+app.add_typer(models_app, name="models")
+rewards_app = typer.Typer(help="Read the service's reward log.", no_args_is_help=True)
+app.add_typer(rewards_app, name="rewards")
 
 # Off a terminal (a pipe, a CI log) rich would assume 80 columns and fold the tables.
 out = Console(width=None if sys.stdout.isatty() else 140)
@@ -88,9 +107,9 @@ def _root(
     """Arbiter: rewards for RL post-training."""
 
 
-def _load(path: Path) -> Rubric:
+def _load(path: Path, registry: GraderRegistry | None = None) -> Rubric:
     try:
-        return load_rubric(path)
+        return load_rubric(path, registry)
     except RubricError as e:
         for issue in e.issues:
             err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
@@ -98,6 +117,75 @@ def _load(path: Path) -> Rubric:
     except OSError as e:
         err.print(f"{path}: cannot read: {e.strerror}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+ModelsOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--models",
+        envvar="ARBITER_MODELS",
+        help="A models file declaring the reward models and judges rubrics name "
+        "(default: ARBITER_MODELS).",
+    ),
+]
+PluginsOption = Annotated[
+    str | None,
+    typer.Option(
+        "--plugins",
+        envvar="ARBITER_GRADER_PLUGINS",
+        help="Grader plugin modules, comma-separated (default: ARBITER_GRADER_PLUGINS).",
+    ),
+]
+StrictOption = Annotated[
+    bool,
+    typer.Option(
+        "--strict", help="Exit 1 when a component failed for every sample (a set-up problem)."
+    ),
+]
+
+
+def _models_file(path: Path | None) -> ModelsFile | None:
+    """Load ``--models`` (or exit 1 listing every problem)."""
+    if path is None:
+        return None
+    try:
+        return load_models_file(path)
+    except ModelsFileError as e:
+        for issue in e.issues:
+            err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        err.print(f"{path}: cannot read: {e.strerror}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+def _plugin_list(plugins: str | None) -> list[str]:
+    return [p.strip() for p in (plugins or "").split(",") if p.strip()]
+
+
+def _registry(
+    models: ModelsFile | None, plugins: str | None, ray_address: str | None = None
+) -> tuple[GraderRegistry, DeclaredModels | None]:
+    """Return the default registry with the declared models and plugins, as the service's."""
+    registry = default_registry()
+    try:
+        declared = prepare_registry(
+            registry, models=models, plugins=_plugin_list(plugins), ray_address=ray_address
+        )
+    except PluginError as e:
+        err.print(str(e), markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    return registry, declared
+
+
+def _report_failed_everywhere(rewards: list[dict[str, Any]], strict: bool) -> None:
+    """Say when a component failed for every sample; under ``--strict`` exit 1."""
+    lines = failed_everywhere(rewards)
+    for line in lines:
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
+    if lines and strict:
+        err.print("--strict: a component never scored; exiting 1", markup=False)
+        raise typer.Exit(1)
 
 
 def _rubric_files(paths: list[Path]) -> Iterator[Path]:
@@ -111,14 +199,26 @@ def _rubric_files(paths: list[Path]) -> Iterator[Path]:
 @rubric_app.command("validate")
 def rubric_validate(
     paths: Annotated[list[Path], typer.Argument(help="Rubric files or folders of them.")],
+    models_path: ModelsOption = None,
+    plugins: PluginsOption = None,
 ) -> None:
-    """Validate rubric files; list every error; exit 1 if any file has one."""
+    """Validate rubric files; list every error; exit 1 if any file has one.
+
+    With ``--models``, every reward model and judge a rubric names must be
+    declared in the models file, in the right section.
+    """
+    models = _models_file(models_path)
+    registry, _ = _registry(models, plugins)
     failed = 0
     checked = 0
     for path in _rubric_files(paths):
         checked += 1
         try:
-            rubric = load_rubric(path)
+            rubric = load_rubric(path, registry)
+            if models is not None:
+                issues = check_rubric_models(rubric, models, text=path.read_text(encoding="utf-8"))
+                if issues:
+                    raise RubricError(issues)
         except RubricError as e:
             failed += 1
             for issue in e.issues:
@@ -149,14 +249,16 @@ def rubric_show(
     """Print the resolved rubric (every default filled in) and its sha256."""
     rubric = _load(path)
     doc = rubric.canonical()
+    # The identity leaves drift thresholds out as null (the monitor's defaults may
+    # change without changing a rubric's sha256); shown, they are the values in force.
+    if isinstance(doc.get("drift"), dict):
+        defaults = DriftConfig().model_dump(mode="json")
+        doc["drift"] = {k: defaults.get(k) if v is None else v for k, v in doc["drift"].items()}
     if as_json:
         print(json.dumps({"sha256": rubric.sha256, "rubric": doc}, indent=2, sort_keys=True))
         return
     print(f"# {rubric.name} v{rubric.version}  sha256: {rubric.sha256}")
-    yaml = YAML(typ="safe", pure=True)
-    yaml.default_flow_style = False
-    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
-    yaml.dump(doc, sys.stdout)
+    _print_yaml(doc)
 
 
 @rubric_app.command("schema")
@@ -166,16 +268,21 @@ def rubric_schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of rubric files (for yaml-language-server and editors)."""
-    text = json.dumps(rubric_json_schema(), indent=2) + "\n"
-    with _output(output) as sink:
-        sink.write(text.encode("utf-8"))
+    _write_schema(rubric_json_schema(), output)
 
 
 @rubric_app.command("graders")
-def rubric_graders() -> None:
-    """List the graders a rubric can name."""
+def rubric_graders(
+    verbose: Annotated[
+        bool, typer.Option("-v", "--verbose", help="Show each grader's config keys.")
+    ] = False,
+) -> None:
+    """List the graders a rubric can name (with -v, their config keys, types and defaults)."""
     for grader in default_registry():
         out.print(f"{grader.name:<16} v{grader.version:<6} {grader.description}", markup=False)
+        if verbose:
+            for key in config_keys(grader.config_model):
+                out.print(f"    {key.line()}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _progress(label: str) -> Progress:
@@ -259,11 +366,16 @@ def score(
     table: Annotated[
         str, typer.Option(help="Table at the end: auto, rows, summary or none.")
     ] = "auto",
+    models_path: ModelsOption = None,
+    plugins: PluginsOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """Score samples under a rubric: one reward JSON per input line, in input order."""
     if table not in ("auto", "rows", "summary", "none"):
         raise typer.BadParameter("expected auto, rows, summary or none", param_hint="--table")
-    rubric = _load(rubric_path)
+    models = _models_file(models_path)
+    registry, _ = _registry(models, plugins, ray_address)
+    rubric = _load(rubric_path, registry)
     source = "<stdin>" if str(input_path) == "-" else str(input_path)
     try:
         if source == "<stdin>":
@@ -287,7 +399,16 @@ def score(
         raise typer.Exit(1)
     samples = [s for _, s in numbered]
 
-    rewards = asyncio.run(_score_in_chunks(rubric, samples, chunk_size, ray_address))
+    rewards = asyncio.run(
+        _score_in_chunks(
+            rubric,
+            samples,
+            chunk_size,
+            ray_address,
+            registry=registry,
+            setup=registry_setup(models, _plugin_list(plugins)),
+        )
+    )
     with _output(output) as sink:
         for reward in rewards:
             sink.write(orjson.dumps(reward.model_dump(mode="json")))
@@ -309,6 +430,7 @@ def score(
             highlight=False,
             soft_wrap=True,
         )
+    _report_failed_everywhere([r.model_dump(mode="json") for r in rewards], strict)
 
 
 #: Samples per call to the scorer inside a window of ``--chunk-size`` samples.
@@ -316,22 +438,29 @@ _PIECE = 8
 
 
 async def _score_in_chunks(
-    rubric: Rubric, samples: list[Sample], chunk: int, ray_address: str | None = None
+    rubric: Rubric,
+    samples: list[Sample],
+    chunk: int,
+    ray_address: str | None = None,
+    *,
+    registry: GraderRegistry | None = None,
+    setup: Any = None,
 ) -> list[Reward]:
     """Score in a sliding window of ``chunk`` samples, not in steps of ``chunk``.
 
     Small pieces, at most ``chunk`` samples' worth at once: a slow sample holds
     up only its own piece, where a step would wait for its slowest sample.
+    ``setup`` gives the Ray grader actors this registry's models and plugins.
     """
     # One registry for every piece: its graders keep their pools (sandbox
     # zygotes, analysis workers, cluster actors) warm throughout.
-    registry = default_registry()
+    registry = registry or default_registry()
     executor = None
     if ray_address:
         from graders.executor import remote_registry
         from graders.ray_executor import RayExecutor
 
-        executor = RayExecutor(ray_address)
+        executor = RayExecutor(ray_address, registry_setup=setup)
         remote_registry(executor, registry=registry)
     # Warm before the first job: no sample's deadline pays for a worker's start.
     await registry.warm(c.grader for c in rubric.components.values())
@@ -401,6 +530,10 @@ def serve(
         str | None,
         typer.Option(help="Grade on this Ray cluster (default: ARBITER_RAY_ADDRESS)."),
     ] = None,
+    models_path: Annotated[
+        Path | None,
+        typer.Option("--models", help="A models file (default: ARBITER_MODELS)."),
+    ] = None,
 ) -> None:
     """Serve the HTTP API (settings from ARBITER_* environment variables)."""
     import uvicorn
@@ -408,10 +541,15 @@ def serve(
     from api.logs import configure_logging
     from api.settings import Settings
 
+    # The app is built by uvicorn (in each worker) from the environment.
     if ray_address:
-        # The app is built by uvicorn (in each worker) from the environment.
         os.environ["ARBITER_RAY_ADDRESS"] = ray_address
+    if models_path is not None:
+        os.environ["ARBITER_MODELS"] = str(models_path)
     settings = Settings()
+    # A bad models file is listed here, every problem with its line, not as a
+    # traceback from inside the server's start-up.
+    _models_file(settings.models)
     configure_logging(settings.log_level, settings.log_json)
     uvicorn.run(
         "api.app:create_app",
@@ -509,6 +647,9 @@ def audit(
             min=0,
         ),
     ] = 0,
+    models_path: ModelsOption = None,
+    plugins: PluginsOption = None,
+    strict: StrictOption = False,
 ) -> None:
     """Grade a labelled set twice and compare with the truth; exit 1 when a gate fails."""
     from arbiter.audit import AuditThresholds, check_thresholds, summarize
@@ -518,7 +659,9 @@ def audit(
 
     if fmt not in FORMATS:
         raise typer.BadParameter(f"expected one of {', '.join(FORMATS)}", param_hint="--format")
-    rubric = _load(rubric_path)
+    models = _models_file(models_path)
+    registry, _ = _registry(models, plugins)
+    rubric = _load(rubric_path, registry)
     source = ", ".join(str(p) for p in input_paths)
     loaded: list[Sample] = []
     for input_path in input_paths:
@@ -544,7 +687,6 @@ def audit(
         err.print(f"sample ids repeat across the sets: {', '.join(repeated[:20])}", markup=False)
         raise typer.Exit(1)
 
-    registry = default_registry()
     from arbiter.load import cpu_load
 
     with cpu_load(under_load) as burners, _progress("auditing") as progress:
@@ -589,6 +731,7 @@ def audit(
         err.print(f"gate failed: {line}", markup=False, soft_wrap=True)
     if report is not None:
         out.print(f"report: {report / 'report.html'}", markup=False, highlight=False)
+    _report_failed_everywhere([item.first for item in items], strict)
     if failed:
         raise typer.Exit(1)
 
@@ -693,6 +836,43 @@ def _agreement_table(change: dict[str, Any]) -> Table:
     return table
 
 
+@rewards_app.command("export")
+def rewards_export(
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="JSONL file (default: stdout).")
+    ] = None,
+    database_url: Annotated[
+        str | None, typer.Option(help="The store (default: ARBITER_DATABASE_URL).")
+    ] = None,
+    client: Annotated[str | None, typer.Option(help="Only this API key's (its id).")] = None,
+    rubric: Annotated[str | None, typer.Option(help="Only this rubric name.")] = None,
+    sample_id: Annotated[str | None, typer.Option(help="Only this sample id.")] = None,
+    since: Annotated[float | None, typer.Option(help="Logged at or after (Unix seconds).")] = None,
+    until: Annotated[float | None, typer.Option(help="Logged before (Unix seconds).")] = None,
+) -> None:
+    """Export logged rewards as JSON Lines, oldest first (the log is only read)."""
+    from api.settings import Settings
+    from arbiter.reward_export import export_rewards
+    from store.db import Store
+    from store.reward_reads import RewardReader
+
+    store = Store(database_url or Settings().database_url)
+    try:
+        with _output(output) as sink:
+            count = export_rewards(
+                RewardReader(store),
+                sink,
+                client=client,
+                rubric=rubric,
+                sample_id=sample_id,
+                since=since,
+                until=until,
+            )
+    finally:
+        store.close()
+    err.print(f"exported {count} reward(s)", markup=False)
+
+
 @app.command("replay")
 def replay_command(
     rubric_path: Annotated[
@@ -723,6 +903,8 @@ def replay_command(
     min_labels: Annotated[
         int, typer.Option(help="Labels a before/after agreement statistic needs.", min=1)
     ] = 50,
+    models_path: ModelsOption = None,
+    plugins: PluginsOption = None,
 ) -> None:
     """Re-score logged rewards under another rubric (the log is only read) and report the change.
 
@@ -739,7 +921,9 @@ def replay_command(
     from arbiter.replay import agreement_change, replay, summarize_replay
     from store.review import ReviewQueue
 
-    rubric = _load(rubric_path)
+    models = _models_file(models_path)
+    registry, _ = _registry(models, plugins)
+    rubric = _load(rubric_path, registry)
     from store.db import Store
 
     store = Store(database_url or Settings().database_url)
@@ -759,7 +943,6 @@ def replay_command(
     err.print(_selection(rows, by_name, logged_sha256), markup=False, highlight=False)
     if not rows:
         raise typer.Exit(1)
-    registry = default_registry()
     try:
         pairs, skipped = asyncio.run(replay(rows, rubric, registry))
         ranges = _clip_ranges(stored, registry)
@@ -816,6 +999,122 @@ def replay_command(
         (report / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         (report / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
         out.print(f"report: {report / 'report.html'}", markup=False, highlight=False)
+
+
+@models_app.command("check")
+def models_check(
+    path: Annotated[Path, typer.Argument(help="A models file.")],
+    names: Annotated[
+        list[str] | None, typer.Option("--name", help="Only this model or judge (repeatable).")
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option(envvar="ARBITER_RAY_ADDRESS", help="The cluster declared replicas run on."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON lines.")] = False,
+) -> None:
+    """Load or reach each declared model, score one example twice, and report; exit 1 on failure.
+
+    For each: reachable, warm (a second request answered), the example's score
+    or verdict, the warm latency, tokens in and out, and a typed failure
+    (unreachable, unauthorized, model_missing, wrong_output_shape,
+    wrong_labels, no_verdict, ...).
+    """
+    from reward_models.probe import probe_judge, probe_reward_model
+
+    models = _models_file(path)
+    assert models is not None
+    wanted = set(names or ())
+    unknown = wanted - set(models.spec.reward_models) - set(models.spec.judges)
+    if unknown:
+        raise typer.BadParameter(f"not declared in {path}: {', '.join(sorted(unknown))}")
+
+    async def probe_all() -> list[Any]:
+        reports = []
+        for name, rm in models.spec.reward_models.items():
+            if not wanted or name in wanted:
+                reports.append(await probe_reward_model(name, rm, ray_address=ray_address))
+        for name, judge in models.spec.judges.items():
+            if not wanted or name in wanted:
+                reports.append(await probe_judge(name, judge))
+        return reports
+
+    reports = asyncio.run(probe_all())
+    if as_json:
+        for report in reports:
+            print(json.dumps(report.as_dict(), sort_keys=True))
+    else:
+        table = Table(title=f"models in {path}", title_justify="left")
+        for column in ("kind", "name", "backend", "state", "reachable", "warm", "example"):
+            table.add_column(column, overflow="fold")
+        for column in ("latency", "tokens in/out"):
+            table.add_column(column, justify="right")
+        for r in reports:
+            state = "[green]ok[/]" if r.ok else f"[red]{r.failure_kind}[/]"
+            example = json.dumps(r.example, sort_keys=True) if r.example else "—"
+            latency = "—" if r.latency_s is None else f"{1000 * r.latency_s:.1f} ms"
+            table.add_row(
+                r.kind,
+                r.name,
+                r.backend,
+                state,
+                "yes" if r.reachable else "no",
+                "yes" if r.warm else "no",
+                example,
+                latency,
+                f"{r.tokens_in}/{r.tokens_out}",
+            )
+        out.print(table)
+        for r in reports:
+            if r.failure:
+                err.print(f"{r.kind} {r.name}: {r.failure_kind}: {r.failure}", markup=False)
+    if not reports:
+        err.print(f"{path} declares no models", markup=False)
+        raise typer.Exit(1)
+    if not all(r.ok for r in reports):
+        raise typer.Exit(1)
+
+
+@models_app.command("show")
+def models_show(path: Annotated[Path, typer.Argument(help="A models file.")]) -> None:
+    """Print the resolved declarations (every default filled in; no secret, URLs redacted)."""
+    from reward_models.declarations import shown
+
+    models = _models_file(path)
+    assert models is not None
+    doc = {
+        "reward_models": {n: shown(m) for n, m in models.spec.reward_models.items()},
+        "judges": {n: shown(m) for n, m in models.spec.judges.items()},
+    }
+    print(f"# {path}  sha256: {models.sha256}")
+    _print_yaml(doc)
+
+
+@models_app.command("schema")
+def models_schema(
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Write to this file.")
+    ] = None,
+) -> None:
+    """Print the JSON Schema of models files (for yaml-language-server and editors)."""
+    from rubrics.models_file import models_json_schema
+
+    _write_schema(models_json_schema(), output)
+
+
+def _print_yaml(doc: Any) -> None:
+    """Print a document as block-style YAML, its keys in their own order."""
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    yaml.sort_base_mapping_type_on_output = False  # type: ignore[assignment]
+    yaml.dump(doc, sys.stdout)
+
+
+def _write_schema(schema: dict[str, Any], output: Path | None) -> None:
+    """Write a JSON Schema to ``output`` (stdout when ``None``)."""
+    text = json.dumps(schema, indent=2) + "\n"
+    with _output(output) as sink:
+        sink.write(text.encode("utf-8"))
 
 
 def main() -> None:

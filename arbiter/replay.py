@@ -24,7 +24,7 @@ from scipy.stats import spearmanr  # type: ignore[import-untyped]
 
 from graders.registry import GraderRegistry
 from graders.types import Sample
-from monitoring.agreement import MIN_LABELS, agreement_report, labelled_pair
+from monitoring.agreement import MIN_LABELS, agreement_report, labelled_pair, pass_threshold
 from rubrics.rubric import Rubric
 from rubrics.score import score_samples
 
@@ -200,14 +200,16 @@ def agreement_change(
             counts = matches.setdefault(name, {"n": 0, "before": 0, "after": 0})
             counts["n"] += 1
             for side, record in (("before", pair["old"]), ("after", pair["new"])):
-                score = record.get("components", {}).get(name, {}).get("score")
-                if score is not None and (score >= 0.5) == (verdict == "pass"):
+                outcome = record.get("components", {}).get(name, {})
+                score = outcome.get("score")
+                # The grader kind's threshold, as the agreement statistics read it.
+                passed = score is not None and score >= pass_threshold(outcome.get("grader"))
+                if score is not None and passed == (verdict == "pass"):
                     counts[side] += 1
-    options = {"min_labels": min_labels, "n_resamples": n_resamples}
     return {
         "labelled": len(before),
-        "before": agreement_report(before, **options),
-        "after": agreement_report(after, **options),
+        "before": agreement_report(before, min_labels=min_labels, n_resamples=n_resamples),
+        "after": agreement_report(after, min_labels=min_labels, n_resamples=n_resamples),
         "verdict_matches": dict(sorted(matches.items())),
     }
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from rich.table import Table
 
 from rubrics.reward import Reward
 
-__all__ = ["rewards_table", "summary_table"]
+__all__ = ["failed_everywhere", "rewards_table", "summary_table"]
 
 
 def _fmt(value: float | None) -> str:
@@ -75,3 +76,27 @@ def summary_table(rewards: Sequence[Reward], title: str) -> Table:
         failures = Counter(o.failure.kind.value for o in outcomes if o.failure is not None)
         row(f"  {name}", scores, failures, [o.latency_s for o in outcomes])
     return table
+
+
+def failed_everywhere(rewards: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Name each component that failed for every reward, with its commonest failure (pure).
+
+    ``rewards`` are reward dicts (as written out). A component that never
+    scored is almost always set-up, not the samples: an undeclared model, a
+    judge that is down, a model that could not load. Such a run is worth
+    nothing, and says so here rather than as a column of abstentions.
+    """
+    if not rewards:
+        return []
+    lines = []
+    for name in rewards[0]["components"]:
+        failures = [r["components"][name]["failure"] for r in rewards if name in r["components"]]
+        if len(failures) != len(rewards) or any(f is None for f in failures):
+            continue
+        kinds = Counter((f["kind"], f["message"]) for f in failures)
+        (kind, message), count = kinds.most_common(1)[0]
+        lines.append(
+            f"component {name!r} failed for every sample ({len(rewards)} of {len(rewards)}); "
+            f"{count} with {kind}: {message}"
+        )
+    return lines

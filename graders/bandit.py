@@ -38,19 +38,9 @@ import tokenize
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from typing import Annotated, Any, ClassVar, Literal, cast
 
-# bandit ships no type information; it is used from this module only.
-from bandit.core import (  # type: ignore[import-untyped]
-    blacklisting,
-    extension_loader,
-    manager,
-    meta_ast,
-    node_visitor,
-    test_set,
-)
-from bandit.core.config import BanditConfig as BanditCoreConfig  # type: ignore[import-untyped]
-from bandit.core.metrics import Metrics as BanditMetrics  # type: ignore[import-untyped]
 from pydantic import Field, field_validator
 
 from graders.analysis_pool import shared_pool
@@ -58,6 +48,45 @@ from graders.base import Grader, GraderConfig
 from graders.program import prompt_text
 from graders.static_analysis import StaticAnalyzer, analyse_response
 from graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
+
+# bandit loads every report formatter it has an entry point for when it is first
+# imported, and stevedore logs an error for one whose optional dependency is
+# missing ("Could not load 'sarif': No module named 'sarif_om'") on every start.
+# This grader never formats a report; a failing *test plugin* is still logged.
+_FORMATTERS = frozenset(ep.name for ep in entry_points(group="bandit.formatters"))
+
+
+class _UnusedFormatterErrors(logging.Filter):
+    """Drop stevedore's load errors of bandit's report formatters (unused here)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        return not (
+            record.msg == "Could not load %r: %s"
+            and isinstance(args, tuple)
+            and bool(args)
+            and args[0] in _FORMATTERS
+        )
+
+
+logging.getLogger("stevedore.extension").addFilter(_UnusedFormatterErrors())
+
+# bandit ships no type information; it is used from this module only. Imported
+# after the filter above is in place: importing it loads the formatters.
+from bandit.core import (  # type: ignore[import-untyped]  # noqa: E402
+    blacklisting,
+    extension_loader,
+    manager,
+    meta_ast,
+    node_visitor,
+    test_set,
+)
+from bandit.core.config import (  # type: ignore[import-untyped]  # noqa: E402
+    BanditConfig as BanditCoreConfig,
+)
+from bandit.core.metrics import (  # type: ignore[import-untyped]  # noqa: E402
+    Metrics as BanditMetrics,
+)
 
 __all__ = [
     "LEVELS",

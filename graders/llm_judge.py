@@ -21,8 +21,13 @@ retryable ``judge_error``, a judge that did not answer in time a retryable
 ``unavailable``, ``timeout``, ``bad_answer``). One failed criterion fails the
 component: a partial set of criteria is not the rubric's score.
 
-The grader is given its judges by name (``judges={"default": JudgeClient(...)}``,
-registered with ``registry.add_instance``).
+The grader is given its judges by name: ready clients
+(``judges={"default": JudgeClient(...)}``, registered with
+``registry.add_instance``) or a :class:`~reward_models.model_set.ModelSet` of
+declared ones (a models file). A declared judge's sampling applies where the
+rubric leaves a setting unset, and its ``max_tokens`` caps the rubric's. The
+tokens the judge read and wrote are in ``details.tokens``, logged with the
+reward.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from reward_models.errors import (
     JudgeParseError,
     JudgeTimeoutError,
     JudgeUnavailableError,
+    ModelUnavailableError,
 )
 from reward_models.judge import (
     Criterion,
@@ -55,6 +61,7 @@ from reward_models.judge import (
     render_pairwise_prompt,
     render_prompt,
 )
+from reward_models.model_set import ModelSet
 
 __all__ = ["CriterionConfig", "LLMJudgeConfig", "LLMJudgeGrader", "LevelConfig"]
 
@@ -188,28 +195,53 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
     deterministic: ClassVar[bool] = False
     default_timeout_s: ClassVar[float] = 120.0
 
-    def __init__(self, judges: Mapping[str, JudgeClient] | None = None) -> None:
-        """Serve the given judge clients by name."""
-        self.judges = dict(judges or {})
+    def __init__(
+        self, judges: Mapping[str, JudgeClient] | ModelSet[JudgeClient] | None = None
+    ) -> None:
+        """Serve the given judge clients (or declared judges) by name."""
+        self.judges: ModelSet[JudgeClient] = (
+            judges if isinstance(judges, ModelSet) else ModelSet.of("judge", dict(judges or {}))
+        )
+
+    async def warm(self) -> None:
+        """Build every declared judge (one that fails is marked unavailable)."""
+        await self.judges.warm()
+
+    def close(self) -> None:
+        """Release the judges."""
+        self.judges.close()
 
     async def grade(self, sample: Sample, config: LLMJudgeConfig) -> GradeResult:
         """Ask the judge once per criterion (and vote) and combine the values."""
-        client = self.judges.get(config.judge)
+        try:
+            client = await self.judges.get(config.judge)
+        except ModelUnavailableError as e:
+            return self.failed(
+                FailureKind.JUDGE_ERROR,
+                f"{type(e).__name__}: {e}",
+                details={"judge_failure": "unavailable"},
+            )
         if client is None:
             return self.failed(
                 FailureKind.JUDGE_ERROR,
                 f"no judge named {config.judge!r} is served here "
-                f"(served: {', '.join(sorted(self.judges)) or 'none'})",
+                f"(served: {', '.join(self.judges.names()) or 'none'})",
             )
         reference = config.reference_answer
         if config.reference_label and sample.labels and config.reference_label in sample.labels:
             reference = str(sample.labels[config.reference_label])
-        params = SamplingParams(
-            temperature=config.temperature,
-            max_tokens=config.max_tokens,
-            top_logprobs=config.top_logprobs if config.use_logprobs else 0,
-            seed=config.seed,
+        params = client.defaults.apply(
+            SamplingParams(
+                temperature=config.temperature,
+                max_tokens=config.max_tokens,
+                top_logprobs=config.top_logprobs if config.use_logprobs else 0,
+                seed=config.seed,
+            ),
+            config.model_fields_set,
         )
+        votes = config.votes
+        if "votes" not in config.model_fields_set and client.defaults.votes is not None:
+            votes = client.defaults.votes
         deadline = time.monotonic() + config.deadline_s if config.deadline_s else None
         instruction = _instruction(sample)
         if config.mode == "pairwise":
@@ -227,7 +259,7 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                     ),
                     criterion,
                     params,
-                    votes=config.votes,
+                    votes=votes,
                     aggregate=config.aggregate,
                     use_logprobs=config.use_logprobs,
                     deadline=deadline,
@@ -252,6 +284,10 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                     "cached_votes": r.cached,
                 }
                 for name, r in results.items()
+            },
+            "tokens": {
+                "prompt": sum(r.prompt_tokens for r in results.values()),
+                "completion": sum(r.completion_tokens for r in results.values()),
             },
         }
         return self.scored(_weighted(weights, results), details=details)
@@ -309,7 +345,9 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                     "value": r.value,
                     "weight": weights[name],
                     "consistent": r.consistent,
-                    "verdicts": [r.candidate_first.winner, r.candidate_second.winner],
+                    "verdicts": [
+                        p.winner for p in (r.candidate_first, r.candidate_second) if p is not None
+                    ],
                 }
                 for name, r in results.items()
             },

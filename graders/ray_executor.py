@@ -36,14 +36,17 @@ import logging
 import os
 import pickle
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graders.base import GraderConfig
 from graders.executor import GradingExecutor, current_tenant
 from graders.types import FailureKind, GradeResult, Sample
+
+if TYPE_CHECKING:
+    from graders.registry import GraderRegistry
 
 __all__ = ["GraderActor", "RayExecutor", "StreamingActor"]
 
@@ -130,9 +133,21 @@ def _shippable(error: Exception) -> Exception:
 
 
 class GraderActor(StreamingActor):
-    """The built-in graders on one Ray worker, with a sandbox pool of ``slots`` fast places."""
+    """The built-in graders on one Ray worker, with a sandbox pool of ``slots`` fast places.
 
-    def __init__(self, slots: int, long_slots: int | None) -> None:
+    ``registry_setup`` is what the driver's registry got beyond the built-ins
+    (its declared models and grader plugins), applied here the same way, so an
+    actor grades with what the service or the command was given, not the bare
+    defaults. It comes from the driver as a function: this package cannot know
+    where models files are read.
+    """
+
+    def __init__(
+        self,
+        slots: int,
+        long_slots: int | None,
+        registry_setup: Callable[[GraderRegistry], object] | None = None,
+    ) -> None:
         from graders.registry import default_registry
         from graders.sandbox import PoolConfig, SandboxPool
         from graders.unit_tests import UnitTestsGrader
@@ -141,6 +156,8 @@ class GraderActor(StreamingActor):
         pool = SandboxPool(PoolConfig(slots=slots, long_slots=long_slots))
         pool.start()
         self.registry.add_instance(UnitTestsGrader(pool))
+        if registry_setup is not None:
+            registry_setup(self.registry)
         self.node = str(ray.get_runtime_context().get_node_id())
 
     async def ready(self) -> str:
@@ -207,6 +224,9 @@ class RayExecutor(GradingExecutor):
             config)`` (a simulated worker in the benchmarks) runs behind the
             same queue.
         actor_args: its constructor's arguments (default: the sandbox's sizes).
+        registry_setup: applied to each :class:`GraderActor`'s registry after the
+            built-ins (declared models, plugins: ``rubrics.models_file.registry_setup``);
+            it travels to the actors pickled, so it must be picklable.
     """
 
     def __init__(
@@ -224,6 +244,7 @@ class RayExecutor(GradingExecutor):
         start_timeout_s: float = 120.0,
         actor_class: type = GraderActor,
         actor_args: tuple[Any, ...] | None = None,
+        registry_setup: Callable[[GraderRegistry], object] | None = None,
     ) -> None:
         if min(cpus_per_actor, max_attempts, max_queue, dispatch_batch) < 1:
             raise ValueError(
@@ -242,7 +263,9 @@ class RayExecutor(GradingExecutor):
         self.dispatch_batch = dispatch_batch
         self._wanted = actors
         self._actor_class = actor_class
-        self._actor_args = (cpus_per_actor, long_slots) if actor_args is None else actor_args
+        self._actor_args = (
+            (cpus_per_actor, long_slots, registry_setup) if actor_args is None else actor_args
+        )
         self._resources = list(resources) if resources is not None else None
         self._workers: list[_Worker] = []
         self._starting = 0

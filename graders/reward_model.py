@@ -20,9 +20,12 @@ the normalized one) are kept in ``details`` so nothing is lost:
      natural choice after a z-score;
    * ``linear``: ``(x - low) / (high - low)`` clipped to [0, 1].
 
-The grader is given its models by name (``models={"default": client}``,
-registered with ``registry.add_instance``). A rubric naming a model the
-service does not serve gets a ``judge_error`` failure, not a number.
+The grader is given its models by name: ready clients
+(``models={"default": client}``, registered with ``registry.add_instance``),
+or a :class:`~reward_models.model_set.ModelSet` of declared ones (a models
+file), built on :meth:`RewardModelGrader.warm`. A rubric naming a model the
+service does not serve, or one that could not be loaded, gets a
+``judge_error`` failure, not a number.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from graders.base import Grader, GraderConfig
 from graders.types import FailureKind, GradeResult, Sample
 from reward_models.client import RewardModelClient, RewardOutput
 from reward_models.errors import RewardModelError
+from reward_models.model_set import ModelSet
 from reward_models.normalize import AffineNormalizer, GroupZScorer, RunningZNormalizer
 
 __all__ = ["RewardModelConfig", "RewardModelGrader", "combine_objectives", "squash", "to_messages"]
@@ -132,20 +136,38 @@ class RewardModelGrader(Grader[RewardModelConfig]):
     description: ClassVar[str] = "a transformers or vLLM reward model's score, squashed to [0, 1]"
     default_timeout_s: ClassVar[float] = 60.0
 
-    def __init__(self, models: Mapping[str, RewardModelClient] | None = None) -> None:
-        """Serve the given reward-model clients by name."""
-        self.models = dict(models or {})
+    def __init__(
+        self,
+        models: Mapping[str, RewardModelClient] | ModelSet[RewardModelClient] | None = None,
+    ) -> None:
+        """Serve the given reward-model clients (or declared models) by name."""
+        self.models: ModelSet[RewardModelClient] = (
+            models
+            if isinstance(models, ModelSet)
+            else ModelSet.of("reward model", dict(models or {}))
+        )
         self._running: dict[str, RunningZNormalizer] = {}
         self._groups: dict[str, GroupZScorer] = {}
 
+    async def warm(self) -> None:
+        """Load every declared reward model (one that fails is marked unavailable)."""
+        await self.models.warm()
+
+    def close(self) -> None:
+        """Release the models (stops Ray replicas)."""
+        self.models.close()
+
     async def grade(self, sample: Sample, config: RewardModelConfig) -> GradeResult:
         """Score the sample; group normalization waits for the group's other members."""
-        client = self.models.get(config.model)
+        try:
+            client = await self.models.get(config.model)
+        except RewardModelError as e:
+            return self.failed(FailureKind.JUDGE_ERROR, f"{type(e).__name__}: {e}")
         if client is None:
             return self.failed(
                 FailureKind.JUDGE_ERROR,
                 f"no reward model named {config.model!r} is served here "
-                f"(served: {', '.join(sorted(self.models)) or 'none'})",
+                f"(served: {', '.join(self.models.names()) or 'none'})",
             )
         key = config.model_dump_json()  # statistics are per model and per configuration
         ticket = None

@@ -15,6 +15,14 @@ Scales: a reviewer scores in [0, 1], a rubric's reward lives in its clip range
 (often [-1, 1]); the reward is mapped onto [0, 1] through that range before any
 comparison, so an MAE of 0.5 means half the scale, not "one is negative".
 
+Pass thresholds: a component's score counts as a pass by its grader's kind
+(``PASS_THRESHOLDS``), the same rule the review page states beside each component:
+tests and hack detectors pass only at 1.0 (every test passes, nothing found),
+radon only at 1.0 (every metric within its "fine up to"), bandit at 0.8 (no finding
+of MEDIUM severity at MEDIUM confidence or worse under the default weights), the rest
+at 0.5. One threshold for all (0.5) made bandit pass ``eval`` and put security
+agreement low by construction.
+
 Counts: every statistic comes with the counts behind it. Kappa and AC1 disagree
 most when one label dominates: with the grader passing 97 of 100 items and the
 reviewer 95, kappa can be 0.0 while AC1 is 0.9, and only the table says why.
@@ -37,7 +45,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "DEFAULT_PASS_THRESHOLD",
     "MIN_LABELS",
+    "PASS_THRESHOLDS",
     "Agreement",
     "LabelledPair",
     "agreement",
@@ -47,11 +57,32 @@ __all__ = [
     "gwet_ac1",
     "labelled_pair",
     "mean_absolute_error",
+    "pass_threshold",
     "quadratic_weighted_kappa",
     "spearman",
 ]
 
 MIN_LABELS = 50
+
+#: A grader score at or above this is a pass, by grader kind (see the module docstring).
+PASS_THRESHOLDS: Mapping[str, float] = {
+    "unit_tests": 1.0,
+    "violations": 1.0,
+    "radon": 1.0,
+    "bandit": 0.8,
+    "efficiency": 0.5,
+    "process": 0.5,
+    "reward_model": 0.5,
+    "llm_judge": 0.5,
+}
+#: For a grader kind not listed (a plugin's).
+DEFAULT_PASS_THRESHOLD = 0.5
+
+
+def pass_threshold(grader: str | None) -> float:
+    """Return the score at or above which a grader kind's component counts as a pass."""
+    return PASS_THRESHOLDS.get(grader or "", DEFAULT_PASS_THRESHOLD)
+
 
 Floats = NDArray[np.float64]
 Statistic = Callable[[Floats, Floats, Floats], float]
@@ -347,6 +378,8 @@ class LabelledPair:
         human_flagged: whether the reviewer named any hack type.
         reward_range: the grader reward's range (the rubric's clip; [0, 1] without
             one), so it can be put on the reviewer's [0, 1] scale.
+        grader_kinds: component name -> the grader that scored it, which picks its
+            pass threshold (absent: ``DEFAULT_PASS_THRESHOLD``).
     """
 
     inclusion_probability: float
@@ -358,6 +391,7 @@ class LabelledPair:
     human_flagged: bool = False
 
     reward_range: tuple[float, float] = (0.0, 1.0)
+    grader_kinds: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def grader_score(self) -> float | None:
@@ -400,6 +434,7 @@ def labelled_pair(
         human_score=overall_score,
         human_flagged=bool(hack_types),
         reward_range=(float(low), float(high)),
+        grader_kinds={n: str(c["grader"]) for n, c in components.items() if c.get("grader")},
     )
 
 
@@ -441,14 +476,16 @@ def _ordinal(score: float) -> float:
 def agreement_report(
     pairs: Sequence[LabelledPair],
     *,
-    pass_threshold: float = 0.5,
+    pass_thresholds: Mapping[str, float] | None = None,
     min_labels: int = MIN_LABELS,
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Compute every grader-vs-human statistic the labelled items allow.
 
-    Pass/fail per component (grader score >= ``pass_threshold`` is a pass) and for
+    Pass/fail per component (a grader score at or above the component's threshold is
+    a pass: ``pass_thresholds[name]`` when given, else its grader kind's, stated in
+    the report as ``pass_threshold`` and ``grader``) and for
     hack detection (any violation vs any hack type): kappa and AC1, beside the 2x2
     counts (``counts``: ``both_yes`` = both pass or both flag, ``grader_only``,
     ``human_only``, ``both_no``, and the weighted rates). The overall score, with the
@@ -475,15 +512,24 @@ def agreement_report(
     components: dict[str, Any] = {}
     names = sorted({name for pair in pairs for name in pair.human_verdicts})
     for name in names:
+        given = (pass_thresholds or {}).get(name)
+        kinds: set[str | None] = {p.grader_kinds.get(name) for p in pairs}
         rows = []
         for pair in pairs:
             score = pair.grader_components.get(name)
             verdict = pair.human_verdicts.get(name)
             if score is not None and verdict is not None:
-                rows.append(
-                    (float(score >= pass_threshold), float(verdict), pair.inclusion_probability)
-                )
+                # Each label is read by the grader that scored its item: a component
+                # may name another grader in another version of its rubric.
+                kind = pair.grader_kinds.get(name)
+                threshold = given if given is not None else pass_threshold(kind)
+                rows.append((float(score >= threshold), float(verdict), pair.inclusion_probability))
+        thresholds = sorted({given} if given is not None else {pass_threshold(k) for k in kinds})
+        named = sorted(k for k in kinds if k)
         components[name] = {
+            "grader": named[0] if len(named) == 1 else named or None,
+            "pass_threshold": thresholds[0] if len(thresholds) == 1 else thresholds,
+            "pass_rule": "a grader score at or above pass_threshold is a pass",
             "counts": binary_counts(rows),
             **{s: run(s, rows, [0.0, 1.0]) for s in ("cohen_kappa", "gwet_ac1")},
         }
@@ -501,6 +547,7 @@ def agreement_report(
     return {
         "n_labels": len(pairs),
         "min_labels": min_labels,
+        "pass_thresholds": {**PASS_THRESHOLDS, "default": DEFAULT_PASS_THRESHOLD},
         "components": components,
         "hacks": {
             "counts": binary_counts(hack_rows),

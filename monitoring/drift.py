@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict
-from scipy import stats  # type: ignore[import-untyped]
+from pydantic import BaseModel, ConfigDict, Field
 
 from monitoring.drift_alerts import (
     REWARD_STREAM,
@@ -47,6 +46,7 @@ from monitoring.drift_statistics import (
     holm,
     ks_two_sample,
     normalized_wasserstein,
+    spearman_rho,
     two_proportion_z,
     two_sided_cusum,
     windows_needed,
@@ -60,6 +60,8 @@ Floats = npt.NDArray[np.float64]
 # stream also carries what the reward-hacking detectors read.
 VALUE, PASSED, TESTS, RUNTIME, LENGTH = range(5)
 COLUMNS = 5
+#: Window means kept per stream for display (the drift page's series); not used to detect.
+SERIES_WINDOWS = 120
 # Fewer non-missing pairs than this in a window and a correlation is not computed.
 _MIN_PAIRS = 10
 
@@ -94,6 +96,8 @@ class StreamState(BaseModel):
     collapse_streak: int
     open_alerts: list[Alert]
     quiet: dict[Detector, int]
+    # Added after the first saved states: an old state loads with an empty series.
+    means: list[tuple[int, float]] = Field(default_factory=list)
 
 
 class DriftState(BaseModel):
@@ -175,6 +179,7 @@ class _Stream:
     collapse_streak: int = 0
     open_alerts: dict[Detector, Alert] = field(default_factory=dict)
     quiet: dict[Detector, int] = field(default_factory=dict)
+    means: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def is_reward(self) -> bool:
@@ -247,7 +252,7 @@ class _Stream:
         lengths, values = rows[pairs, LENGTH], rows[pairs, VALUE]
         # A constant column has no rank correlation (scipy warns and returns NaN).
         if np.count_nonzero(pairs) >= _MIN_PAIRS and np.ptp(lengths) > 0 and np.ptp(values) > 0:
-            rho = float(stats.spearmanr(lengths, values).statistic)
+            rho = spearman_rho(lengths, values)
             if not math.isnan(rho):
                 out["length_correlation"] = rho
                 out["length_pairs"] = int(np.count_nonzero(pairs))
@@ -378,7 +383,7 @@ class _Stream:
         if ref.length_correlation is not None and count >= _MIN_PAIRS:
             lengths, rewards = rows[pairs, LENGTH], rows[pairs, VALUE]
             if np.ptp(lengths) > 0 and np.ptp(rewards) > 0:
-                rho = float(stats.spearmanr(lengths, rewards).statistic)
+                rho = spearman_rho(lengths, rewards)
                 rise_z = fisher_z_rise(rho, count, ref.length_correlation, ref.length_pairs)
                 rise = rho - ref.length_correlation
                 out.append(
@@ -400,6 +405,10 @@ class _Stream:
         cfg = self.config
         tested = []
         for index, window in self.take_windows(rows):
+            values = window[:, VALUE]
+            if np.any(~np.isnan(values)):
+                self.means.append((index, float(np.nanmean(values))))
+                del self.means[:-SERIES_WINDOWS]
             if index < cfg.warmup_windows:
                 continue
             passed = window[:, PASSED]
@@ -432,6 +441,7 @@ class _Stream:
             collapse_streak=self.collapse_streak,
             open_alerts=list(self.open_alerts.values()),
             quiet=dict(self.quiet),
+            means=list(self.means),
         )
 
     @classmethod
@@ -451,6 +461,7 @@ class _Stream:
             collapse_streak=state.collapse_streak,
             open_alerts={a.detector: a for a in state.open_alerts},
             quiet=dict(state.quiet),
+            means=list(state.means),
         )
 
 
@@ -646,6 +657,40 @@ class DriftMonitor:
         stream = self._streams.get(key)
         return None if stream is None else stream.reference
 
+    def progress(self, key: StreamKey) -> dict[str, object]:
+        """Say how far a stream is from being watched: its phase and samples against need.
+
+        ``phase`` is ``warmup`` (its first windows, ignored), ``reference`` (collecting
+        the windows it will be compared with) or ``watching``; ``samples`` and
+        ``needed`` count toward the end of the current phase's collection (warm-up and
+        reference together while in warm-up), so ``samples / needed`` is the progress
+        a page can draw. Nothing is detected on a stream before it is watching.
+        """
+        stream = self._streams[key]
+        cfg = stream.config
+        if stream.reference is not None:
+            needed = cfg.reference_windows * cfg.window
+            return {"phase": "watching", "samples": needed, "needed": needed, "fraction": 1.0}
+        pending = int(stream.pending.shape[0])
+        if stream.windows < cfg.warmup_windows:
+            phase = "warmup"
+            samples = stream.windows * cfg.window + pending
+            needed = (cfg.warmup_windows + cfg.reference_windows) * cfg.window
+        else:
+            phase = "reference"
+            samples = int(stream.reference_rows.shape[0]) + pending
+            needed = cfg.reference_windows * cfg.window
+        return {
+            "phase": phase,
+            "samples": samples,
+            "needed": needed,
+            "fraction": round(min(1.0, samples / needed), 4),
+        }
+
+    def series(self, key: StreamKey) -> list[tuple[int, float]]:
+        """Return a stream's latest window means, (window index, mean), oldest first."""
+        return list(self._streams[key].means)
+
     def forget(self, key: StreamKey) -> tuple[Alert, ...]:
         """Drop a stream (a retired grader version or rubric) and return its open alerts."""
         stream = self._streams.pop(key)
@@ -663,6 +708,7 @@ class DriftMonitor:
         closed = tuple(stream.open_alerts.values())
         fresh = _Stream(key=key, config=stream.config, windows=stream.windows)
         fresh.pending = stream.pending
+        fresh.means = stream.means  # the series goes on across the reset
         # Past the warm-up already: the next windows go straight into the reference.
         fresh.pass_history = []
         self._streams[key] = fresh

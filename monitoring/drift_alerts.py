@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import hashlib
 from enum import StrEnum
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["REWARD_STREAM", "Alert", "Detector", "DriftUpdate", "ReferenceSummary", "StreamKey"]
+__all__ = [
+    "REWARD_STREAM",
+    "STATISTICS",
+    "Alert",
+    "Detector",
+    "DriftUpdate",
+    "ReferenceSummary",
+    "StreamKey",
+    "short_alert_id",
+]
 
 # The rubric-level stream (the composed reward and the rollout's tests, runtime and
 # length). "@" cannot start a component name, so it never collides with one.
@@ -23,6 +34,28 @@ class Detector(StrEnum):
     PASS_RATE_STEP = "pass_rate_step"
     REWARD_UP_TESTS_DOWN = "reward_up_tests_down"
     LENGTH_CORRELATION = "length_correlation"
+
+
+#: What each detector's ``statistic`` is, by name, and on which side of its
+#: ``threshold`` it fires (KS's is a p-value, and fires at or below its critical level).
+STATISTICS: dict[Detector, tuple[str, Literal["above", "below"]]] = {
+    Detector.CUSUM: ("cusum", "above"),
+    Detector.KS: ("p_value", "below"),
+    Detector.WASSERSTEIN: ("wasserstein_distance", "above"),
+    Detector.VARIANCE_COLLAPSE: ("variance_ratio", "below"),
+    Detector.PASS_RATE_STEP: ("pass_rate_z", "above"),
+    Detector.REWARD_UP_TESTS_DOWN: ("z", "above"),
+    Detector.LENGTH_CORRELATION: ("rise_z", "above"),
+}
+
+
+def short_alert_id(alert_id: str) -> str:
+    """Return an alert's short id: 12 hex digits of its full id's sha256.
+
+    The full id names the stream, detector and window (with a rubric's 64-digit
+    sha256 for the rubric-level stream): stable, but too long to read or paste.
+    """
+    return hashlib.sha256(alert_id.encode("utf-8")).hexdigest()[:12]
 
 
 class StreamKey(BaseModel):
@@ -69,9 +102,10 @@ class ReferenceSummary(BaseModel):
 class Alert(BaseModel):
     """One detector firing on one stream, with what it measured.
 
-    ``statistic`` fires when it is at least ``threshold``, except for ``ks``
-    where it is the p-value and fires at or below the critical level that the
-    multiple-testing correction gave it.
+    ``statistic`` is named, per detector, in ``STATISTICS``, with the side of
+    ``threshold`` it fires on: at or above it, except ``ks`` (a p-value, at or
+    below the critical level the multiple-testing correction gave it) and
+    ``variance_collapse`` (a variance ratio below the threshold).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

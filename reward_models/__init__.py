@@ -13,6 +13,12 @@
 * :mod:`~reward_models.judge` — LLM judges: level-anchored prompts, verdicts bound
   to the last match, logprob-weighted expectations, OpenAI-compatible and local
   backends, retries, votes, cache.
+* :mod:`~reward_models.declarations` — reward models and judges as a models
+  file declares them, and how each is built; :mod:`~reward_models.model_set`
+  — declared models by name, built once, with their state;
+  :mod:`~reward_models.usage` — per-model counters; :mod:`~reward_models.probe`
+  — one scored example per model (``arbiter models check``);
+  :mod:`~reward_models.secrets` — keys from named variables, URLs redacted.
 * :mod:`~reward_models.errors` — the error tree.
 
 This package imports nothing else from the project; the graders import it.

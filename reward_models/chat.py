@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from reward_models.errors import ConfigurationError
+from reward_models.errors import ConfigurationError, InputTooLongError
 
 __all__ = ["ChatEncoder", "EncodedInput", "Tokenizer", "truncate_keeping_end"]
 
@@ -129,8 +129,12 @@ class ChatEncoder:
         max_length: int,
         prompt_head_tokens: int = 16,
         prompt_tail_tokens: int = 32,
+        truncate: bool = True,
     ) -> None:
         """Wrap a tokenizer.
+
+        ``truncate=False`` refuses an input over ``max_length`` with
+        :class:`InputTooLongError` instead of cutting it.
 
         Raises:
             ConfigurationError: the tokenizer has no chat template, or is not a fast one.
@@ -148,6 +152,7 @@ class ChatEncoder:
         self.max_length = max_length
         self.head = prompt_head_tokens
         self.tail = prompt_tail_tokens
+        self.truncate = truncate
         bos = tokenizer.bos_token_id
         probe = tokenizer("a", add_special_tokens=True)["input_ids"]
         self.bos_id = bos
@@ -162,7 +167,21 @@ class ChatEncoder:
         return text
 
     def encode(self, messages: Sequence[Message]) -> EncodedInput:
-        """Encode a conversation whose last message is the response to score."""
+        """Encode a conversation whose last message is the response to score.
+
+        Raises:
+            InputTooLongError: the input is over ``max_length`` and truncation is off.
+        """
+        encoded = self._encode(messages)
+        if encoded.truncated and not self.truncate:
+            total = encoded.length + encoded.prompt_tokens_cut + encoded.response_tokens_cut
+            raise InputTooLongError(
+                f"the conversation is {total} tokens, over max_length {self.max_length} "
+                "(truncation: error)"
+            )
+        return encoded
+
+    def _encode(self, messages: Sequence[Message]) -> EncodedInput:
         if not messages:
             raise ValueError("a conversation to score needs at least one message")
         text = self.render(messages)

@@ -9,12 +9,15 @@ and the batch needs each request's length before it can be bucketed.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reward_models.batcher import BatcherConfig, BatchStats, DynamicBatcher
 from reward_models.chat import EncodedInput
+from reward_models.errors import RewardModelError
+from reward_models.usage import ModelUsage
 
 __all__ = ["RewardModelClient", "RewardOutput", "ScoringBackend"]
 
@@ -61,17 +64,27 @@ class RewardModelClient:
         *,
         name: str = "reward-model",
         concurrency: int = 1,
+        usage: ModelUsage | None = None,
     ) -> None:
         """Wrap a backend with its own batcher and worker thread(s).
 
         ``concurrency``: batches in flight at once (one per replica of a backend
-        that spreads batches over several).
+        that spreads batches over several). ``usage``: counters this client
+        feeds (requests, tokens, batch fill, latency, errors by kind).
         """
         self.backend = backend
         self.name = name
+        self.usage = usage or ModelUsage(name, "reward_model")
+        self._budget = (batching or BatcherConfig()).max_batch_tokens
         self._batcher: DynamicBatcher[EncodedInput, tuple[float, ...]] = DynamicBatcher(
-            backend.score_batch, batching, name=name, concurrency=concurrency
+            self._score_batch, batching, name=name, concurrency=concurrency
         )
+
+    def _score_batch(self, inputs: Sequence[EncodedInput]) -> list[tuple[float, ...]]:
+        if inputs:
+            padded = len(inputs) * max(x.length for x in inputs)
+            self.usage.observe_batch(padded / self._budget)
+        return self.backend.score_batch(inputs)
 
     @property
     def stats(self) -> BatchStats:
@@ -86,8 +99,14 @@ class RewardModelClient:
         Raises:
             RewardModelError: a typed failure (queue full, deadline, backend).
         """
-        encoded = self.backend.encode(messages)
-        values = await self._batcher.submit(encoded, encoded.length, deadline=deadline)
+        started = time.monotonic()
+        try:
+            encoded = self.backend.encode(messages)
+            values = await self._batcher.submit(encoded, encoded.length, deadline=deadline)
+        except RewardModelError as e:
+            self.usage.observe_error(e)
+            raise
+        self.usage.observe(time.monotonic() - started, tokens_in=encoded.length)
         return RewardOutput(
             values=values,
             objectives=self.backend.objectives,

@@ -4,6 +4,11 @@
 
     RewardModelError                 anything this package raises on purpose
     ├── ConfigurationError           a setting that cannot work (caught at load, not mid-training)
+    │   ├── ModelNotFoundError       no model (or tokenizer) at the declared local path
+    │   └── LabelCountError          the model has another number of outputs than objectives named
+    ├── ModelUnavailableError        a declared model that could not be loaded or built
+    │   └── SecretMissingError       the environment variable its api_key_env names is not set
+    ├── InputTooLongError            an input over max_length where truncation is refused
     ├── ScoringContractError         the load-time check found scores that disagree
     ├── NormalizationError           normalization asked for a statistic it does not have
     ├── BatcherError                 the batcher refused or dropped a request
@@ -11,14 +16,18 @@
     │   ├── DeadlineExceededError    the request's deadline passed before it was scored
     │   └── BatcherClosedError       the batcher was closed with the request still pending
     ├── BackendError                 a model server answered wrongly or not at all
-    │   └── BackendUnavailableError  it could not be reached, or said "try again" (retryable)
+    │   ├── BackendUnavailableError  it could not be reached, or said "try again" (retryable)
+    │   └── OutputShapeError         its answer is not one score vector per input
     └── JudgeError                   an LLM judge gave no usable verdict
         ├── JudgeParseError          its answer held no grade in the required form
+        ├── JudgeShapeError          its answer is not a chat completion at all
         ├── JudgeUnavailableError    it could not be reached (retryable)
         └── JudgeTimeoutError        it did not answer in time (retryable)
 
 ``retryable`` on each says whether the same request may succeed later; graders
-copy it onto their typed failure.
+copy it onto their typed failure. ``status_code`` is the HTTP status a server
+refused with (401, 404, ...), where one did; :func:`error_kind` names an error
+for metrics and for ``arbiter models check``.
 """
 
 from __future__ import annotations
@@ -30,14 +39,22 @@ __all__ = [
     "BatcherError",
     "ConfigurationError",
     "DeadlineExceededError",
+    "InputTooLongError",
     "JudgeError",
     "JudgeParseError",
+    "JudgeShapeError",
     "JudgeTimeoutError",
     "JudgeUnavailableError",
+    "LabelCountError",
+    "ModelNotFoundError",
+    "ModelUnavailableError",
     "NormalizationError",
+    "OutputShapeError",
     "QueueFullError",
     "RewardModelError",
     "ScoringContractError",
+    "SecretMissingError",
+    "error_kind",
 ]
 
 
@@ -45,10 +62,28 @@ class RewardModelError(Exception):
     """Base of every error this package raises on purpose."""
 
     retryable: bool = False
+    #: The HTTP status a server refused with, where one did (set on the instance).
+    status_code: int | None = None
 
 
 class ConfigurationError(RewardModelError):
     """A setting that cannot work."""
+
+
+class ModelNotFoundError(ConfigurationError):
+    """No model or tokenizer at the declared local path (nothing is ever downloaded)."""
+
+
+class ModelUnavailableError(RewardModelError):
+    """A declared model that could not be loaded or built (a bad path, a missing secret)."""
+
+
+class SecretMissingError(ModelUnavailableError):
+    """The environment variable a declared model's ``api_key_env`` names is not set."""
+
+
+class InputTooLongError(RewardModelError):
+    """An input longer than ``max_length`` where the model is declared not to truncate."""
 
 
 class ScoringContractError(RewardModelError):
@@ -91,12 +126,24 @@ class BackendUnavailableError(BackendError):
     retryable = True
 
 
+class OutputShapeError(BackendError):
+    """A model server's answer is not one score vector per input."""
+
+
+class LabelCountError(OutputShapeError, ConfigurationError):
+    """The model gives another number of outputs than the objectives declared for it."""
+
+
 class JudgeError(RewardModelError):
     """An LLM judge gave no usable verdict."""
 
 
 class JudgeParseError(JudgeError):
     """The judge's answer held no grade in the required form."""
+
+
+class JudgeShapeError(JudgeError):
+    """The judge's answer is not a chat completion (a server of another kind at that URL)."""
 
 
 class JudgeUnavailableError(JudgeError):
@@ -109,3 +156,46 @@ class JudgeTimeoutError(JudgeError):
     """The judge did not answer in time."""
 
     retryable = True
+
+
+def error_kind(error: BaseException) -> str:
+    """Name the kind of a model's failure, for metrics and ``arbiter models check`` (pure).
+
+    One of ``unreachable``, ``rate_limited``, ``server_error``, ``unauthorized``,
+    ``model_missing``, ``wrong_labels``, ``wrong_output_shape``, ``no_verdict``,
+    ``timeout``, ``deadline``, ``queue_full``, ``closed``, ``missing_secret``, ``not_loaded``,
+    ``input_too_long``, ``contract``, ``refused`` or ``error``.
+    """
+    status = getattr(error, "status_code", None)
+    if status in (401, 403):
+        return "unauthorized"
+    if status == 404:
+        return "model_missing"
+    if status == 429:
+        return "rate_limited"
+    if status is not None and status >= 500:
+        return "server_error"
+    kinds: tuple[tuple[type[BaseException], str], ...] = (
+        (LabelCountError, "wrong_labels"),
+        (ModelNotFoundError, "model_missing"),
+        (OutputShapeError, "wrong_output_shape"),
+        (JudgeParseError, "no_verdict"),
+        (JudgeShapeError, "wrong_output_shape"),
+        (JudgeTimeoutError, "timeout"),
+        (BackendUnavailableError, "unreachable"),
+        (JudgeUnavailableError, "unreachable"),
+        (DeadlineExceededError, "deadline"),
+        (QueueFullError, "queue_full"),
+        (BatcherClosedError, "closed"),
+        (SecretMissingError, "missing_secret"),
+        (ModelUnavailableError, "not_loaded"),
+        (InputTooLongError, "input_too_long"),
+        (ScoringContractError, "contract"),
+        (TimeoutError, "timeout"),
+    )
+    for cls, kind in kinds:
+        if isinstance(error, cls):
+            return kind
+    if status is not None:
+        return "refused"
+    return "error"

@@ -41,7 +41,12 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 
 from reward_models.chat import ChatEncoder, EncodedInput
-from reward_models.errors import ConfigurationError, ScoringContractError
+from reward_models.errors import (
+    ConfigurationError,
+    LabelCountError,
+    ModelNotFoundError,
+    ScoringContractError,
+)
 
 __all__ = [
     "DEFAULT_REFERENCE_CONVERSATIONS",
@@ -49,6 +54,7 @@ __all__ = [
     "CardPair",
     "HFRewardModel",
     "HFRewardModelSpec",
+    "load_tokenizer",
     "tolerance_for",
 ]
 
@@ -144,11 +150,45 @@ class HFRewardModelSpec(BaseModel):
     )
     prompt_head_tokens: int = Field(default=16, ge=0)
     prompt_tail_tokens: int = Field(default=32, ge=0)
+    truncation: Literal["keep_end", "error"] = Field(
+        default="keep_end",
+        description="keep_end: cut the prompt's middle, then the response's start, keeping its "
+        "end; error: refuse an input over max_length (the component fails typed).",
+    )
+    tokenizer: str | None = Field(
+        default=None, description="A local directory holding the tokenizer (default: path)."
+    )
+    chat_template: str | None = Field(
+        default=None,
+        description="A file holding a Jinja chat template to use instead of the tokenizer's.",
+    )
     device: str = Field(default="auto", description="'auto': cuda when available, else cpu.")
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     reference_conversations: list[list[dict[str, str]]] | None = None
     card_examples: list[CardExample] = Field(default_factory=list)
     card_pairs: list[CardPair] = Field(default_factory=list)
+
+
+def load_tokenizer(spec: HFRewardModelSpec) -> Any:
+    """Load the spec's tokenizer from local files, with its declared chat template if any.
+
+    Raises:
+        ConfigurationError: the tokenizer directory or the template file is missing.
+    """
+    from transformers import AutoTokenizer
+
+    directory = Path(spec.tokenizer or spec.path)
+    if not directory.is_dir():
+        raise ModelNotFoundError(f"tokenizer directory {str(directory)!r} does not exist")
+    tokenizer = AutoTokenizer.from_pretrained(str(directory), local_files_only=True)
+    if spec.chat_template is not None:
+        try:
+            tokenizer.chat_template = Path(spec.chat_template).read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigurationError(
+                f"chat_template {spec.chat_template!r} cannot be read: {e.strerror}"
+            ) from e
+    return tokenizer
 
 
 def _resolve_device_dtype(spec: HFRewardModelSpec) -> tuple[torch.device, torch.dtype]:
@@ -175,7 +215,7 @@ class HFRewardModel:
         self.model = model
         num_labels = int(model.config.num_labels)
         if num_labels != len(spec.objectives):
-            raise ConfigurationError(
+            raise LabelCountError(
                 f"the model has {num_labels} outputs but {len(spec.objectives)} objectives are "
                 f"named ({', '.join(spec.objectives)})"
             )
@@ -191,6 +231,7 @@ class HFRewardModel:
             max_length=spec.max_length,
             prompt_head_tokens=spec.prompt_head_tokens,
             prompt_tail_tokens=spec.prompt_tail_tokens,
+            truncate=spec.truncation == "keep_end",
         )
         model.eval()
 
@@ -202,18 +243,18 @@ class HFRewardModel:
             ConfigurationError: the path is not a local model directory.
             ScoringContractError: the loaded model fails its scoring contract.
         """
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification
 
         path = Path(spec.path)
         if not (path / "config.json").is_file():
-            raise ConfigurationError(f"{spec.path!r} is not a local model directory")
+            raise ModelNotFoundError(f"{spec.path!r} is not a local model directory")
         device, dtype = _resolve_device_dtype(spec)
         kwargs: dict[str, Any] = {"local_files_only": True, "dtype": dtype}
         if device.type == "cuda":
             kwargs["attn_implementation"] = "sdpa"
         model = AutoModelForSequenceClassification.from_pretrained(str(path), **kwargs)
         model.to(device)
-        tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        tokenizer = load_tokenizer(spec)
         reward_model = cls(model, tokenizer, spec)
         if check:
             reward_model.check_contract()

@@ -23,7 +23,8 @@ from reward_models.batcher import BatcherConfig
 from reward_models.chat import ChatEncoder, EncodedInput
 from reward_models.client import RewardModelClient
 from reward_models.errors import BackendUnavailableError, ScoringContractError
-from reward_models.hf import HFRewardModelSpec
+from reward_models.hf import HFRewardModelSpec, load_tokenizer
+from reward_models.usage import ModelUsage
 
 __all__ = ["RayRewardModelReplicas", "RewardModelActor"]
 
@@ -77,8 +78,6 @@ class RayRewardModelReplicas:
             raise ValueError("replicas must be at least 1")
         if not ray.is_initialized():
             ray.init(address=address, namespace="arbiter", log_to_driver=False)
-        from transformers import AutoTokenizer
-
         remote: Any = ray.remote(RewardModelActor).options(
             num_gpus=num_gpus, num_cpus=num_cpus, scheduling_strategy="SPREAD"
         )
@@ -86,12 +85,12 @@ class RayRewardModelReplicas:
         pad_ids = ray.get([h.pad_id.remote() for h in self._handles])
         self.pad_id = int(pad_ids[0])
         self.objectives = spec.objectives
-        tokenizer = AutoTokenizer.from_pretrained(spec.path, local_files_only=True)
         self.encoder = ChatEncoder(
-            tokenizer,
+            load_tokenizer(spec),
             max_length=spec.max_length,
             prompt_head_tokens=spec.prompt_head_tokens,
             prompt_tail_tokens=spec.prompt_tail_tokens,
+            truncate=spec.truncation == "keep_end",
         )
         self._lock = threading.Lock()
         self._busy = [0] * replicas
@@ -141,9 +140,15 @@ class RayRewardModelReplicas:
             return [tuple(float(v) for v in row) for row in scores]
         raise BackendUnavailableError("no reward-model replica is alive on the Ray cluster")
 
-    def client(self, batching: BatcherConfig | None = None) -> RewardModelClient:
+    def client(
+        self,
+        batching: BatcherConfig | None = None,
+        *,
+        name: str = "reward-model",
+        usage: ModelUsage | None = None,
+    ) -> RewardModelClient:
         """Return a client with one batch in flight per replica."""
-        return RewardModelClient(self, batching, concurrency=self.replicas)
+        return RewardModelClient(self, batching, name=name, concurrency=self.replicas, usage=usage)
 
     def close(self) -> None:
         """Stop the replicas."""

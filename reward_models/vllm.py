@@ -18,7 +18,13 @@ from typing import Any, Literal
 import httpx
 
 from reward_models.chat import ChatEncoder, EncodedInput
-from reward_models.errors import BackendError, BackendUnavailableError
+from reward_models.errors import (
+    BackendError,
+    BackendUnavailableError,
+    LabelCountError,
+    OutputShapeError,
+)
+from reward_models.secrets import redact_url
 
 __all__ = ["VLLMRewardBackend"]
 
@@ -38,6 +44,9 @@ class VLLMRewardBackend:
         timeout_s: float = 60.0,
         api_key: str | None = None,
         transport: httpx.BaseTransport | None = None,
+        truncate: bool = True,
+        prompt_head_tokens: int = 16,
+        prompt_tail_tokens: int = 32,
     ) -> None:
         """Build the backend.
 
@@ -51,11 +60,22 @@ class VLLMRewardBackend:
             timeout_s: per-request HTTP timeout.
             api_key: sent as a bearer token when set.
             transport: an httpx transport (tests pass an in-memory one).
+            truncate: cut an input over ``max_length`` keeping its end (else refuse it).
+            prompt_head_tokens: prompt tokens kept at the start when cutting.
+            prompt_tail_tokens: prompt tokens kept at the end when cutting.
         """
         self.model = model
         self.endpoint = endpoint
         self._objectives = objectives
-        self.encoder = ChatEncoder(tokenizer, max_length=max_length)
+        # Error messages end up in logged rewards: never a URL's password.
+        self._where = redact_url(base_url)
+        self.encoder = ChatEncoder(
+            tokenizer,
+            max_length=max_length,
+            prompt_head_tokens=prompt_head_tokens,
+            prompt_tail_tokens=prompt_tail_tokens,
+            truncate=truncate,
+        )
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
             base_url=base_url, timeout=timeout_s, transport=transport, headers=headers
@@ -89,17 +109,20 @@ class VLLMRewardBackend:
             response = self._http.post(f"/{self.endpoint}", json=body)
         except httpx.TransportError as e:
             raise BackendUnavailableError(
-                f"vLLM at {self._http.base_url} unreachable: {type(e).__name__}: {e}"
+                f"vLLM at {self._where} unreachable: {type(e).__name__}: {e}"
             ) from e
         if response.status_code == 429 or response.status_code >= 500:
-            raise BackendUnavailableError(
+            error: BackendError = BackendUnavailableError(
                 f"vLLM answered {response.status_code}: {response.text[:200]}"
             )
-        if response.status_code != 200:
-            raise BackendError(
+        elif response.status_code != 200:
+            error = BackendError(
                 f"vLLM refused the batch ({response.status_code}): {response.text[:200]}"
             )
-        return self._parse(response, len(inputs))
+        else:
+            return self._parse(response, len(inputs))
+        error.status_code = response.status_code
+        raise error
 
     def _parse(self, response: httpx.Response, n: int) -> list[tuple[float, ...]]:
         key = "probs" if self.endpoint == "classify" else "data"
@@ -113,13 +136,17 @@ class VLLMRewardBackend:
                     values = values[0]
                 by_index[int(row.get("index", position))] = tuple(float(v) for v in values)
         except (ValueError, KeyError, TypeError, IndexError) as e:
-            raise BackendError(f"vLLM answer is not a {self.endpoint} response: {e!r}") from e
+            raise OutputShapeError(f"vLLM answer is not a {self.endpoint} response: {e!r}") from e
         if sorted(by_index) != list(range(n)):
-            raise BackendError(f"vLLM returned scores for {len(by_index)} of {n} inputs")
+            raise OutputShapeError(f"vLLM returned scores for {len(by_index)} of {n} inputs")
         out = [by_index[i] for i in range(n)]
         width = len(self._objectives)
-        if any(len(v) != width for v in out):
-            raise BackendError(f"vLLM returned vectors that are not {width} wide")
+        wrong = next((v for v in out if len(v) != width), None)
+        if wrong is not None:
+            raise LabelCountError(
+                f"vLLM returned vectors {len(wrong)} wide for {width} objective(s) "
+                f"({', '.join(self._objectives)})"
+            )
         return out
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 import secrets
 import sqlite3
 import threading
@@ -23,9 +24,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from alembic import command
-from alembic.config import Config
-from sqlalchemy import Connection, Engine, create_engine, event, func, insert, select, text, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    Float,
+    cast,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 
 from store.tables import (
@@ -109,6 +122,18 @@ class StoredRequest:
 #: How long an SQLite statement waits for a lock another connection holds.
 BUSY_TIMEOUT_MS = 2000
 
+#: How long a PostgreSQL statement waits for a lock (``lock_timeout``): the same
+#: bound as SQLite's, so a lock held elsewhere fails a write, and the service
+#: answers 503 and ``/readyz`` says so, within the same 2 s on either store.
+LOCK_TIMEOUT_MS = BUSY_TIMEOUT_MS
+#: A PostgreSQL write statement running longer than this (a stalled disk, a
+#: server starved of I/O) is cancelled, so a write fails rather than hangs.
+#: Set per write transaction: reads (a replay of the whole log) may run longer.
+WRITE_STATEMENT_TIMEOUT_MS = 10_000
+#: A session of ours idle inside a transaction this long (its process frozen
+#: mid-write) is ended by the server, so the locks it holds do not outlive it.
+IDLE_IN_TRANSACTION_TIMEOUT_MS = 60_000
+
 #: Bytes the write probe writes (and removes in the same transaction): enough
 #: pages that a full disk fails it as it would fail a batch of rewards.
 PROBE_BYTES = 256 * 1024
@@ -131,6 +156,50 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute(f"PRAGMA wal_autocheckpoint={WAL_AUTOCHECKPOINT_PAGES}")
     cursor.close()
+
+
+def _postgres_session(dbapi_connection: Any, _record: Any) -> None:
+    # Session defaults, set on every new connection (the URL's own ``options``,
+    # such as a search_path, stay as they are).
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
+        cursor.execute(
+            f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_TIMEOUT_MS}"
+        )
+    dbapi_connection.commit()  # a SET inside a rolled-back transaction would be undone
+
+
+_MIGRATIONS = Path(__file__).parent / "migrations"
+_REVISION = re.compile(r"^revision\s*=\s*[\"']([^\"']+)[\"']", re.M)
+_DOWN_REVISION = re.compile(r"^down_revision\s*=\s*[\"']([^\"']+)[\"']", re.M)
+
+
+def head_revision() -> str:
+    """Return the newest migration's revision id, read from the migration files.
+
+    Read as text rather than through Alembic, so that a replica whose schema is
+    current loads no Alembic at all (its import and environment, about 0.1 s of
+    every start on an idle 2-core machine, several times that on a busy one);
+    ``tests/store`` checks it against Alembic's own answer.
+
+    Raises:
+        RuntimeError: the migrations do not form one line (no head, or several).
+    """
+    revisions: set[str] = set()
+    revised: set[str] = set()
+    for path in (_MIGRATIONS / "versions").glob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        found = _REVISION.search(source)
+        if found is None:
+            continue
+        revisions.add(found.group(1))
+        down = _DOWN_REVISION.search(source)
+        if down is not None:
+            revised.add(down.group(1))
+    heads = revisions - revised
+    if len(heads) != 1:
+        raise RuntimeError(f"{_MIGRATIONS}: expected one head revision, found {sorted(heads)}")
+    return heads.pop()
 
 
 #: The unique constraint of (client, idempotency key), as named in :mod:`store.tables`.
@@ -231,6 +300,8 @@ class Store:
         self.engine: Engine = create_engine(url, **kwargs)
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+        else:
+            event.listen(self.engine, "connect", _postgres_session)
         # SQLite has one writer at a time; queueing writers here is cheaper
         # than letting them spin on the file lock.
         self._write_lock = threading.Lock() if self.is_sqlite else None
@@ -255,12 +326,25 @@ class Store:
     # -- lifecycle ----------------------------------------------------------------
 
     def migrate(self) -> None:
-        """Bring the schema to the newest Alembic revision."""
+        """Bring the schema to the newest Alembic revision.
+
+        A schema already at the newest revision (every start but the first after
+        an upgrade) is left alone without loading Alembic at all.
+        """
+        if self.schema_revision() == head_revision():
+            return
+        from alembic import command
+        from alembic.config import Config
+
         config = Config()
-        config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+        config.set_main_option("script_location", str(_MIGRATIONS))
         config.set_main_option("sqlalchemy.url", self.url.replace("%", "%%"))
         with self.engine.begin() as conn:
             if not self.is_sqlite:
+                # A migration waits for what it must (another replica's migration,
+                # the locks of running queries), not the request path's 2 s.
+                conn.execute(text("SET LOCAL lock_timeout = 0"))
+                conn.execute(text("SET LOCAL statement_timeout = 0"))
                 # Replicas started together migrate one at a time: the others
                 # wait here, then find the schema current. Per schema, for the
                 # lock is database-wide.
@@ -271,24 +355,74 @@ class Store:
             config.attributes["connection"] = conn
             command.upgrade(config, "head")
 
+    def schema_revision(self) -> str | None:
+        """Return the schema's Alembic revision, or ``None`` before the first migration."""
+        with self.engine.connect() as conn:
+            if not inspect(conn).has_table("alembic_version"):
+                return None
+            version = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+        return None if version is None else str(version)
+
     def ping(self) -> None:
         """Raise if the database cannot be reached."""
         with self.engine.connect() as conn:
             conn.execute(text("SELECT 1"))
 
     def probe_write(self) -> None:
-        """Raise if a write cannot commit now (a lock held elsewhere, a full disk).
+        """Raise if a batch could not be logged now (a lock held elsewhere, a full disk).
 
-        Writes a row of :data:`PROBE_BYTES` and deletes it in one transaction,
-        so nothing stays behind.
+        Writes what a batch writes, a request and a reward of :data:`PROBE_BYTES`,
+        and deletes both in the same transaction, so nothing stays behind and no
+        reader ever sees them. The same tables: on PostgreSQL a lock is taken
+        per table, and a lock held on the rewards alone must fail the probe too.
         """
-        name = f"write-probe:{secrets.token_hex(8)}"
-        with self._writing() as conn:
+        request_id = f"probe{secrets.token_hex(8)}"
+        now = time.time()
+        with self.writing() as conn:
             conn.execute(
-                insert(drift_state),
-                {"name": name, "state": "x" * PROBE_BYTES, "saved_at": time.time()},
+                insert(requests),
+                {
+                    "id": request_id,
+                    "client": "arbiter:write-probe",
+                    "idempotency_key": None,
+                    "endpoint": "probe",
+                    "rubric_sha256": "0" * 64,
+                    "n_samples": 1,
+                    "envelope": "{}",
+                    "created_at": now,
+                },
             )
-            conn.execute(drift_state.delete().where(drift_state.c.name == name))
+            conn.execute(
+                insert(rewards),
+                {
+                    "request_id": request_id,
+                    "position": 0,
+                    "sample_id": "probe",
+                    "rubric_name": "probe",
+                    "rubric_version": 0,
+                    "rubric_sha256": "0" * 64,
+                    "abstained": True,
+                    "record": "x" * PROBE_BYTES,
+                    "sample_sha256": "0" * 64,
+                    "latency_s": 0.0,
+                    "client": "arbiter:write-probe",
+                    "created_at": now,
+                },
+            )
+            conn.execute(rewards.delete().where(rewards.c.request_id == request_id))
+            conn.execute(requests.delete().where(requests.c.id == request_id))
+
+    def clock(self) -> ColumnElement[float]:
+        """Return the database's clock, in seconds since the epoch, as an SQL expression.
+
+        Leases that replicas on different hosts compare (idempotency claims) are
+        stamped and checked with this one clock, so no host's skew moves them.
+        """
+        if self.is_sqlite:
+            # julianday('now') is the statement's time, in days, to the millisecond.
+            return cast((func.julianday("now") - 2440587.5) * 86400.0, Float)
+        # clock_timestamp(), not now(): the time of the statement, not of its transaction.
+        return cast(func.date_part("epoch", func.clock_timestamp()), Float)
 
     def close(self) -> None:
         """Release every pooled connection (and stop the SQLite checkpointer)."""
@@ -298,9 +432,17 @@ class Store:
         self.engine.dispose()
 
     @contextmanager
-    def _writing(self) -> Iterator[Connection]:
+    def writing(self) -> Iterator[Connection]:
+        """Open a write transaction, committed when the block ends.
+
+        On SQLite, writers of this process queue here for the one file lock. On
+        PostgreSQL each statement of the transaction is cancelled after
+        :data:`WRITE_STATEMENT_TIMEOUT_MS`, and waits at most
+        :data:`LOCK_TIMEOUT_MS` for a lock (a session default).
+        """
         if self._write_lock is None:
             with self.engine.begin() as conn:
+                conn.exec_driver_sql(f"SET LOCAL statement_timeout = {WRITE_STATEMENT_TIMEOUT_MS}")
                 yield conn
             return
         with self._write_lock:
@@ -334,7 +476,7 @@ class Store:
         """
         now = created_at if created_at is not None else time.time()
         try:
-            with self._writing() as conn:
+            with self.writing() as conn:
                 conn.execute(
                     insert(requests),
                     {
@@ -508,7 +650,7 @@ class Store:
         key_id = secrets.token_hex(6)
         key = f"{KEY_PREFIX}_{key_id}_{secrets.token_urlsafe(32)}"
         now = time.time()
-        with self._writing() as conn:
+        with self.writing() as conn:
             conn.execute(
                 insert(api_keys),
                 {
@@ -546,7 +688,7 @@ class Store:
             LastAdminKeyError: it is the last live admin key (nobody could
                 manage keys over the API any more).
         """
-        with self._writing() as conn:
+        with self.writing() as conn:
             live_admins = conn.execute(
                 select(api_keys.c.id).where(
                     api_keys.c.role == "admin", api_keys.c.revoked_at.is_(None)
@@ -572,7 +714,7 @@ class Store:
         if exists is not None:
             return False
         try:
-            with self._writing() as conn:
+            with self.writing() as conn:
                 conn.execute(
                     insert(rubric_versions),
                     {
@@ -604,7 +746,7 @@ class Store:
         self, opened: Sequence[dict[str, Any]], closed: Sequence[str], at: float
     ) -> None:
         """Store newly opened alerts (rows of ``drift_alerts``) and close others by id."""
-        with self._writing() as conn:
+        with self.writing() as conn:
             if opened:
                 conn.execute(insert(drift_alerts), list(opened))
             for alert_id in closed:
@@ -628,7 +770,7 @@ class Store:
 
     def save_drift_state(self, name: str, state: str) -> None:
         """Keep the drift monitor's state (replacing the previous one)."""
-        with self._writing() as conn:
+        with self.writing() as conn:
             conn.execute(drift_state.delete().where(drift_state.c.name == name))
             conn.execute(
                 insert(drift_state), {"name": name, "state": state, "saved_at": time.time()}

@@ -21,7 +21,14 @@ from typing import Any
 from sqlalchemy import JSON, Connection, cast, func, insert, select, text, type_coerce, update
 
 from store.db import Store
-from store.tables import drift_alerts, drift_resets, drift_state, rewards
+from store.tables import (
+    drift_alerts,
+    drift_reset_log,
+    drift_resets,
+    drift_silences,
+    drift_state,
+    rewards,
+)
 
 __all__ = ["DriftLog", "LeaderLock", "LogCursor", "LoggedReward", "StreamReset"]
 
@@ -289,6 +296,94 @@ class DriftLog:
                     "requested_at": time.time(),
                 },
             )
+
+    def log_reset(
+        self,
+        rubric: str,
+        component: str | None,
+        version: str | None,
+        *,
+        requested_by: str,
+        reason: str,
+        closed_alerts: int,
+    ) -> None:
+        """Record a reset on-call asked for: which streams, who, why, what it closed."""
+        with self.store.writing() as conn:
+            conn.execute(
+                insert(drift_reset_log),
+                {
+                    "rubric_name": rubric,
+                    "component": component,
+                    "grader_version": version,
+                    "requested_by": requested_by,
+                    "reason": reason,
+                    "closed_alerts": closed_alerts,
+                    "reset_at": time.time(),
+                },
+            )
+
+    def reset_log(self, rubric: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Return recorded resets, the newest first."""
+        query = select(drift_reset_log).order_by(drift_reset_log.c.id.desc()).limit(limit)
+        if rubric is not None:
+            query = query.where(drift_reset_log.c.rubric_name == rubric)
+        with self.store.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
+
+    def silence(
+        self,
+        rubric: str,
+        component: str | None,
+        *,
+        until: float,
+        requested_by: str,
+        reason: str,
+        now: float | None = None,
+    ) -> dict[str, Any]:
+        """Silence a rubric's (or one component's) drift flags until ``until``; return it."""
+        row = {
+            "rubric_name": rubric,
+            "component": component,
+            "requested_by": requested_by,
+            "reason": reason,
+            "created_at": time.time() if now is None else now,
+            "until": until,
+            "lifted_at": None,
+        }
+        with self.store.writing() as conn:
+            silence_id = conn.execute(
+                insert(drift_silences).values(row).returning(drift_silences.c.id)
+            ).scalar_one()
+        return {"id": int(silence_id), **row}
+
+    def lift_silence(self, silence_id: int, now: float | None = None) -> bool:
+        """End a silence early; return whether one was active."""
+        at = time.time() if now is None else now
+        with self.store.writing() as conn:
+            result = conn.execute(
+                update(drift_silences)
+                .where(
+                    drift_silences.c.id == silence_id,
+                    drift_silences.c.lifted_at.is_(None),
+                    drift_silences.c.until > at,
+                )
+                .values(lifted_at=at)
+            )
+        return bool(result.rowcount)
+
+    def silences(
+        self, *, active_at: float | None = None, rubric: str | None = None, limit: int = 100
+    ) -> list[dict[str, Any]]:
+        """Return silences, newest first; with ``active_at``, only those active then."""
+        query = select(drift_silences).order_by(drift_silences.c.id.desc()).limit(limit)
+        if active_at is not None:
+            query = query.where(
+                drift_silences.c.lifted_at.is_(None), drift_silences.c.until > active_at
+            )
+        if rubric is not None:
+            query = query.where(drift_silences.c.rubric_name == rubric)
+        with self.store.engine.connect() as conn:
+            return [dict(r._mapping) for r in conn.execute(query)]
 
     def pending_resets(self) -> list[StreamReset]:
         """Return the resets not applied yet, oldest first."""

@@ -13,6 +13,12 @@ process) changes no row and tries the next item.
 Double review asks for labels from two different reviewers: after the first label
 the item goes back to the queue for anyone who has not labelled it yet.
 
+A skip is remembered per reviewer: that reviewer's claims take the items they
+skipped only after every other one, oldest skip first, so skipping moves on instead
+of handing the same item back (other reviewers' order is untouched). A submitted
+label can be edited by its reviewer: the edit replaces it where agreement reads it
+and is kept, with every earlier version, in ``review_label_versions``.
+
 One module, one concept: the review queue — claims, leases, heartbeats and labels are
 one protocol over the review tables.
 """
@@ -31,13 +37,20 @@ from sqlalchemy import Connection, and_, case, exists, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from store.db import Store
-from store.tables import review_items, review_labels, rewards
+from store.tables import (
+    review_items,
+    review_label_versions,
+    review_labels,
+    review_skips,
+    rewards,
+)
 
 __all__ = [
     "DEFAULT_LEASE_S",
     "ClaimedItem",
     "EnqueueItem",
     "Label",
+    "LabelNotFoundError",
     "LeaseLostError",
     "ReviewQueue",
 ]
@@ -51,6 +64,10 @@ CLAIM_ATTEMPTS = 8
 
 class LeaseLostError(Exception):
     """The caller no longer holds this item (never did, expired and reclaimed, or done)."""
+
+
+class LabelNotFoundError(Exception):
+    """The reviewer has no label on this item to edit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +136,7 @@ class ReviewQueue:
     def _writing(self) -> AbstractContextManager[Connection]:
         # The store's own write lock: SQLite has one writer, and review writes must
         # queue behind reward writes in the same process rather than spin on the file.
-        return self.store._writing()
+        return self.store.writing()
 
     # -- filling --------------------------------------------------------------------
 
@@ -192,7 +209,15 @@ class ReviewQueue:
         return condition
 
     def claim(self, reviewer: str, *, rubric: str | None = None) -> ClaimedItem | None:
-        """Lease the oldest open item this reviewer has not labelled; ``None`` if none is free."""
+        """Lease the oldest open item this reviewer has not labelled; ``None`` if none is free.
+
+        Items this reviewer skipped come last, the longest-skipped first.
+        """
+        skipped_at = (
+            select(review_skips.c.skipped_at)
+            .where(review_skips.c.item_id == review_items.c.id, review_skips.c.reviewer == reviewer)
+            .scalar_subquery()
+        )
         for _ in range(CLAIM_ATTEMPTS):
             now = self.clock()
             token = secrets.token_hex(16)
@@ -201,7 +226,7 @@ class ReviewQueue:
                 query = (
                     select(review_items.c.id)
                     .where(self._claimable(reviewer, now, rubric))
-                    .order_by(review_items.c.id)
+                    .order_by(func.coalesce(skipped_at, -1.0), review_items.c.id)
                     .limit(1)
                 )
                 if not self.store.is_sqlite:
@@ -224,22 +249,26 @@ class ReviewQueue:
                     .join(rewards, rewards.c.id == review_items.c.reward_id)
                     .where(review_items.c.id == item_id)
                 ).one()
-            return ClaimedItem(
-                id=row.id,
-                reward_id=row.reward_id,
-                sample_id=row.sample_id,
-                rubric_name=row.rubric_name,
-                rubric_sha256=row.rubric_sha256,
-                inclusion_probability=row.inclusion_probability,
-                reason=row.reason,
-                required_reviews=row.required_reviews,
-                label_count=row.label_count,
-                lease_token=token,
-                lease_expires_at=expires,
-                record=row.record,
-                sample=row.sample,
-            )
+            return self._claimed(row, token, expires)
         return None
+
+    @staticmethod
+    def _claimed(row: Any, token: str, expires: float) -> ClaimedItem:
+        return ClaimedItem(
+            id=row.id,
+            reward_id=row.reward_id,
+            sample_id=row.sample_id,
+            rubric_name=row.rubric_name,
+            rubric_sha256=row.rubric_sha256,
+            inclusion_probability=row.inclusion_probability,
+            reason=row.reason,
+            required_reviews=row.required_reviews,
+            label_count=row.label_count,
+            lease_token=token,
+            lease_expires_at=expires,
+            record=row.record,
+            sample=row.sample,
+        )
 
     def _held(self, item_id: int, token: str, reviewer: str) -> Any:
         # The token alone decides: a lease that ran out but was not reclaimed by
@@ -268,20 +297,39 @@ class ReviewQueue:
             raise LeaseLostError(f"review item {item_id} is not held under this lease")
         return expires
 
-    def release(self, item_id: int, token: str, reviewer: str) -> None:
-        """Give a held item back to the queue unlabelled (a reviewer skips it).
+    def release(self, item_id: int, token: str, reviewer: str, *, skip: bool = True) -> None:
+        """Give a held item back to the queue unlabelled.
+
+        Args:
+            item_id: the item.
+            token: the lease's token.
+            reviewer: who holds it.
+            skip: the reviewer skipped it: their next claims take it last. A page
+                that closed gives its item back without skipping it.
 
         Raises:
             LeaseLostError: the caller does not hold this item.
         """
+        now = self.clock()
         with self._writing() as conn:
             result = conn.execute(
                 update(review_items)
                 .where(self._held(item_id, token, reviewer))
                 .values(lease_owner=None, lease_token=None, lease_expires_at=None)
             )
-        if result.rowcount != 1:
-            raise LeaseLostError(f"review item {item_id} is not held under this lease")
+            if result.rowcount != 1:
+                raise LeaseLostError(f"review item {item_id} is not held under this lease")
+            if skip:
+                # Delete and insert, not an upsert: the same statements on both stores.
+                conn.execute(
+                    review_skips.delete().where(
+                        review_skips.c.item_id == item_id, review_skips.c.reviewer == reviewer
+                    )
+                )
+                conn.execute(
+                    insert(review_skips),
+                    {"item_id": item_id, "reviewer": reviewer, "skipped_at": now},
+                )
 
     def submit(self, item_id: int, token: str, reviewer: str, label: Label) -> None:
         """Store a label for a held item and end the lease, in one transaction.
@@ -311,22 +359,157 @@ class ReviewQueue:
                 )
                 if result.rowcount != 1:
                     raise LeaseLostError(f"review item {item_id} is not held under this lease")
+                values = self._label_values(label, now)
                 conn.execute(
                     insert(review_labels),
-                    {
-                        "item_id": item_id,
-                        "reviewer": reviewer,
-                        "verdicts": json.dumps(label.verdicts, sort_keys=True),
-                        "overall_score": label.overall_score,
-                        "hack_types": json.dumps(list(label.hack_types)),
-                        "comment": label.comment,
-                        "created_at": now,
-                    },
+                    {"item_id": item_id, "reviewer": reviewer, "version": 1, **values},
+                )
+                label_id = conn.execute(
+                    select(review_labels.c.id).where(
+                        review_labels.c.item_id == item_id, review_labels.c.reviewer == reviewer
+                    )
+                ).scalar_one()
+                conn.execute(
+                    insert(review_label_versions), {"label_id": label_id, "version": 1, **values}
                 )
         except IntegrityError as e:
             # Unreachable through claim (it skips items this reviewer labelled), but a
             # second label by one reviewer must never count as a double review.
             raise LeaseLostError(f"review item {item_id} already has this reviewer's label") from e
+
+    @staticmethod
+    def _label_values(label: Label, now: float) -> dict[str, Any]:
+        return {
+            "verdicts": json.dumps(label.verdicts, sort_keys=True),
+            "overall_score": label.overall_score,
+            "hack_types": json.dumps(list(label.hack_types)),
+            "comment": label.comment,
+            "created_at": now,
+        }
+
+    def edit(self, item_id: int, reviewer: str, label: Label) -> int:
+        """Replace this reviewer's label on an item with a new version; return its number.
+
+        No lease is needed: the item is already labelled, and only its own reviewer
+        can edit a label. The earlier versions stay in ``review_label_versions``.
+
+        Raises:
+            LabelNotFoundError: the reviewer has not labelled this item.
+        """
+        now = self.clock()
+        values = self._label_values(label, now)
+        mine = and_(review_labels.c.item_id == item_id, review_labels.c.reviewer == reviewer)
+        with self._writing() as conn:
+            result = conn.execute(
+                update(review_labels)
+                .where(mine)
+                .values(
+                    verdicts=values["verdicts"],
+                    overall_score=values["overall_score"],
+                    hack_types=values["hack_types"],
+                    comment=values["comment"],
+                    version=review_labels.c.version + 1,
+                    updated_at=now,
+                )
+            )
+            if result.rowcount != 1:
+                raise LabelNotFoundError(f"you have no label on review item {item_id}")
+            row = conn.execute(
+                select(review_labels.c.id, review_labels.c.version).where(mine)
+            ).one()
+            conn.execute(
+                insert(review_label_versions),
+                {"label_id": row.id, "version": row.version, **values},
+            )
+        return int(row.version)
+
+    def labelled_item(self, item_id: int, reviewer: str) -> tuple[ClaimedItem, dict[str, Any]]:
+        """Return an item this reviewer labelled (no lease) and their latest label of it.
+
+        Raises:
+            LabelNotFoundError: the reviewer has not labelled this item.
+        """
+        query = (
+            select(
+                review_items,
+                rewards.c.record,
+                rewards.c.sample,
+                review_labels.c.verdicts,
+                review_labels.c.overall_score,
+                review_labels.c.hack_types,
+                review_labels.c.comment,
+                review_labels.c.version,
+            )
+            .join(rewards, rewards.c.id == review_items.c.reward_id)
+            .join(review_labels, review_labels.c.item_id == review_items.c.id)
+            .where(review_items.c.id == item_id, review_labels.c.reviewer == reviewer)
+        )
+        with self.store.engine.connect() as conn:
+            row = conn.execute(query).one_or_none()
+        if row is None:
+            raise LabelNotFoundError(f"you have no label on review item {item_id}")
+        label = {
+            "verdicts": json.loads(row.verdicts),
+            "overall_score": row.overall_score,
+            "hack_types": json.loads(row.hack_types),
+            "comment": row.comment,
+            "version": row.version,
+        }
+        return self._claimed(row, "", 0.0), label
+
+    def item_record(self, item_id: int) -> str | None:
+        """Return the logged reward record (JSON) an item judges; ``None``: no such item."""
+        query = (
+            select(rewards.c.record)
+            .join(review_items, review_items.c.reward_id == rewards.c.id)
+            .where(review_items.c.id == item_id)
+        )
+        with self.store.engine.connect() as conn:
+            record: str | None = conn.execute(query).scalar()
+        return record
+
+    def recent_labels(self, reviewer: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Return this reviewer's latest labels, the most recently submitted or edited first."""
+        touched = func.coalesce(review_labels.c.updated_at, review_labels.c.created_at)
+        query = (
+            select(
+                review_labels.c.item_id,
+                review_labels.c.version,
+                review_labels.c.verdicts,
+                review_labels.c.overall_score,
+                review_labels.c.hack_types,
+                review_labels.c.comment,
+                review_labels.c.created_at,
+                review_labels.c.updated_at,
+                review_items.c.sample_id,
+                review_items.c.rubric_name,
+            )
+            .join(review_items, review_items.c.id == review_labels.c.item_id)
+            .where(review_labels.c.reviewer == reviewer)
+            .order_by(touched.desc(), review_labels.c.id.desc())
+            .limit(limit)
+        )
+        with self.store.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        for row in rows:
+            row["verdicts"] = json.loads(row["verdicts"])
+            row["hack_types"] = json.loads(row["hack_types"])
+        return rows
+
+    def label_versions(self, item_id: int, reviewer: str) -> list[dict[str, Any]]:
+        """Return every version of this reviewer's label on an item, oldest first."""
+        query = (
+            select(review_label_versions)
+            .join(review_labels, review_labels.c.id == review_label_versions.c.label_id)
+            .where(review_labels.c.item_id == item_id, review_labels.c.reviewer == reviewer)
+            .order_by(review_label_versions.c.version)
+        )
+        with self.store.engine.connect() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(query)]
+        for row in rows:
+            row["verdicts"] = json.loads(row["verdicts"])
+            row["hack_types"] = json.loads(row["hack_types"])
+        return rows
 
     # -- reading ----------------------------------------------------------------------
 
@@ -346,8 +529,12 @@ class ReviewQueue:
         with self.store.engine.connect() as conn:
             return [float(v) for v in conn.execute(query).scalars()]
 
-    def stats(self, rubric: str | None = None) -> dict[str, Any]:
-        """Count items per rubric: open (free), leased, done, and labels."""
+    def stats(self, rubric: str | None = None, *, reviewer: str | None = None) -> dict[str, Any]:
+        """Count items per rubric: open (free), leased, done, and labels.
+
+        With ``reviewer``, also that reviewer's progress (``you``): how many items
+        they labelled, and how many open items are still theirs to label.
+        """
         now = self.clock()
         leased = and_(
             review_items.c.status == OPEN,
@@ -379,10 +566,39 @@ class ReviewQueue:
             key: sum(v[key] for v in per_rubric.values())
             for key in ("items", "open", "leased", "done", "labels")
         }
-        return {**totals, "rubrics": per_rubric}
+        out: dict[str, Any] = {**totals, "rubrics": per_rubric}
+        if reviewer is not None:
+            out["you"] = self._progress(reviewer, rubric)
+        return out
+
+    def _progress(self, reviewer: str, rubric: str | None) -> dict[str, int]:
+        labelled = (
+            select(func.count())
+            .select_from(review_labels.join(review_items))
+            .where(review_labels.c.reviewer == reviewer)
+        )
+        mine = exists().where(
+            review_labels.c.item_id == review_items.c.id, review_labels.c.reviewer == reviewer
+        )
+        left = (
+            select(func.count())
+            .select_from(review_items)
+            .where(review_items.c.status == OPEN, ~mine)
+        )
+        if rubric is not None:
+            labelled = labelled.where(review_items.c.rubric_name == rubric)
+            left = left.where(review_items.c.rubric_name == rubric)
+        with self.store.engine.connect() as conn:
+            return {
+                "labelled": int(conn.execute(labelled).scalar() or 0),
+                "left": int(conn.execute(left).scalar() or 0),
+            }
 
     def labels(self, rubric: str | None = None) -> list[dict[str, Any]]:
-        """Return every label (oldest first) with its item and the reward record it judged."""
+        """Return every label (oldest first) with its item and the reward record it judged.
+
+        An edited label appears once, as its latest version (``version``, ``updated_at``).
+        """
         query = (
             select(
                 review_labels.c.id.label("label_id"),
@@ -393,6 +609,8 @@ class ReviewQueue:
                 review_labels.c.hack_types,
                 review_labels.c.comment,
                 review_labels.c.created_at,
+                review_labels.c.version,
+                review_labels.c.updated_at,
                 review_items.c.reward_id,
                 review_items.c.sample_id,
                 review_items.c.rubric_name,

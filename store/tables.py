@@ -20,13 +20,17 @@ from sqlalchemy import (
 __all__ = [
     "api_keys",
     "drift_alerts",
+    "drift_reset_log",
     "drift_resets",
+    "drift_silences",
     "drift_state",
     "idempotency_claims",
     "metadata",
     "requests",
     "review_items",
+    "review_label_versions",
     "review_labels",
+    "review_skips",
     "rewards",
     "rubric_versions",
 ]
@@ -144,8 +148,36 @@ review_labels = Table(
     Column("hack_types", Text, nullable=False),
     Column("comment", Text, nullable=False),
     Column("created_at", Float, nullable=False),
+    # An edit replaces the label here (agreement reads the latest) and is kept,
+    # with every earlier version, in review_label_versions (revision 0005).
+    Column("version", Integer, nullable=False, server_default="1"),
+    Column("updated_at", Float, nullable=True),
     # Double review means two *different* reviewers.
     UniqueConstraint("item_id", "reviewer", name="uq_review_labels_item_reviewer"),
+)
+
+review_label_versions = Table(
+    "review_label_versions",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("label_id", _ROW_ID, ForeignKey("review_labels.id"), nullable=False),
+    Column("version", Integer, nullable=False),
+    Column("verdicts", Text, nullable=False),
+    Column("overall_score", Float, nullable=True),
+    Column("hack_types", Text, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    UniqueConstraint("label_id", "version", name="uq_review_label_versions_label_version"),
+)
+
+# A reviewer's skips: their claims take the items they skipped last, oldest skip
+# first, so a skip moves on instead of handing the same item back.
+review_skips = Table(
+    "review_skips",
+    metadata,
+    Column("item_id", _ROW_ID, ForeignKey("review_items.id"), primary_key=True),
+    Column("reviewer", String(128), primary_key=True),
+    Column("skipped_at", Float, nullable=False),
 )
 
 drift_alerts = Table(
@@ -179,6 +211,37 @@ drift_state = Table(
     # JSON: how far into the reward log the state has read, when it follows the
     # log (several replicas); NULL for a monitor fed in-process.
     Column("log_cursor", Text, nullable=True),
+)
+
+# Who reset which streams and why, one row per reset (revision 0005): the record
+# on-call reads back, apart from drift_resets, the queue the shared monitor drains.
+drift_reset_log = Table(
+    "drift_reset_log",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("rubric_name", String(128), nullable=False),
+    Column("component", String(128), nullable=True),
+    Column("grader_version", String(64), nullable=True),
+    Column("requested_by", String(256), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("closed_alerts", Integer, nullable=False),
+    Column("reset_at", Float, nullable=False),
+)
+
+# Silences (revision 0005): until ``until`` (or lifted), a rubric's (or one
+# component's) open alerts flag no reward and page no one; the detectors go on
+# against the same reference, unlike a reset.
+drift_silences = Table(
+    "drift_silences",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("rubric_name", String(128), nullable=False),
+    Column("component", String(128), nullable=True),
+    Column("requested_by", String(256), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("until", Float, nullable=False),
+    Column("lifted_at", Float, nullable=True),
 )
 
 # -- several replicas on one store (revision 0004) ----------------------------------

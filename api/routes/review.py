@@ -6,7 +6,14 @@ scores, violations or the reason it was sampled (a reason such as
 ``high_reward_violation`` would tell the reviewer what the graders thought). A
 rubric's ``review: {show_scores: true}`` shows them for that rubric; without it the
 server's ``ARBITER_REVIEW_SHOW_SCORES`` decides. Shown, they come as a compact
-summary per component (``api.review_view``), not the raw record.
+summary per component (``api.review_view``), not the raw record. Measured facts
+that are not verdicts (complexity per function, the maintainability index, token
+counts against budgets) are shown blind too.
+
+A label needs a verdict for every component and an overall score (422
+``label_incomplete`` names what is missing). A skip sends the item to the back of
+the skipping reviewer's queue. A reviewer edits their own submitted labels
+(``PUT .../labels/mine``): each edit is a new version, and agreement reads the latest.
 """
 
 from __future__ import annotations
@@ -24,15 +31,15 @@ from starlette.responses import Response, StreamingResponse
 
 from api.auth import Principal
 from api.deps import Caller, ServiceDep
-from api.errors import Conflict
-from api.review_view import grader_guidance, reward_summary, rubric_guidance
+from api.errors import Conflict, Invalid, NotFound
+from api.review_view import grader_guidance, measured_facts, reward_summary, rubric_guidance
 from api.schemas import ErrorBody
 from api.service import Service
 from graders.types import ViolationType
-from monitoring.agreement import LabelledPair, agreement_report, labelled_pair
+from monitoring.agreement import LabelledPair, agreement_report, labelled_pair, pass_threshold
 from rubrics.errors import RubricNotFoundError
 from rubrics.rubric import Rubric
-from store.review import ClaimedItem, Label, LeaseLostError, ReviewQueue
+from store.review import ClaimedItem, Label, LabelNotFoundError, LeaseLostError, ReviewQueue
 
 router = APIRouter(tags=["review"])
 
@@ -84,8 +91,17 @@ class LeaseRequest(_Body):
     lease_token: Token
 
 
-class LabelRequest(LeaseRequest):
-    """A reviewer's judgement of the item they hold."""
+class ReleaseRequest(LeaseRequest):
+    """Give an item back: a skip (the default) sends it to the back of your queue."""
+
+    skip: bool = Field(
+        default=True,
+        description="You skipped it: your next claims take it last. False: the page closed.",
+    )
+
+
+class LabelFields(_Body):
+    """A reviewer's judgement of an item."""
 
     verdicts: dict[Name, Literal["pass", "fail"]] = Field(
         default_factory=dict, description="Component name -> pass or fail."
@@ -99,13 +115,17 @@ class LabelRequest(LeaseRequest):
     comment: Annotated[str, Field(max_length=10_000), AfterValidator(_storable)] = ""
 
 
+class LabelRequest(LabelFields, LeaseRequest):
+    """A reviewer's judgement of the item they hold."""
+
+
 class ReviewItem(BaseModel):
     """A claimed item: what to judge, and the lease to hold it by."""
 
     id: int
     sample_id: str
-    rubric: dict[str, str]
-    components: list[str]
+    rubric: dict[str, str] = Field(description="The rubric's name, version and sha256.")
+    components: list[str] = Field(description="Component names, in the rubric's order.")
     sample: dict[str, Any] | None
     lease_token: str
     lease_expires_at: float
@@ -117,6 +137,18 @@ class ReviewItem(BaseModel):
     guidance: dict[str, str] = Field(
         default_factory=dict,
         description="Component name -> what 'pass' means there, with the rubric's thresholds.",
+    )
+    pass_thresholds: dict[str, float] = Field(
+        default_factory=dict,
+        description="Component name -> the grader score agreement counts as a pass.",
+    )
+    measured: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Component name -> measured facts that are not verdicts (complexity per "
+        "function, maintainability index, token counts against budgets); shown blind too.",
+    )
+    label: dict[str, Any] | None = Field(
+        default=None, description="Your latest label of this item, when you are editing it."
     )
     blind: bool = Field(default=True, description="Whether the graders' output is withheld.")
     grading: dict[str, Any] | None = Field(
@@ -159,6 +191,11 @@ def _item(claimed: ClaimedItem, rubric: Rubric | None, *, default_show: bool) ->
     record = json.loads(claimed.record)
     components = record.get("components", {})
     graders = {name: str(c.get("grader", "")) for name, c in components.items()}
+    # The rubric's order (tests first where the author put them first), not the
+    # alphabet; a version no longer loaded keeps the record's own order.
+    order = [n for n in (rubric.components if rubric is not None else ()) if n in components]
+    names = order + [n for n in components if n not in order]
+    sample = json.loads(claimed.sample) if claimed.sample is not None else None
     chosen = None if rubric is None else rubric.spec.review.show_scores
     show_scores = default_show if chosen is None else chosen
     guidance = (
@@ -169,19 +206,56 @@ def _item(claimed: ClaimedItem, rubric: Rubric | None, *, default_show: bool) ->
     return ReviewItem(
         id=claimed.id,
         sample_id=claimed.sample_id,
-        rubric={"name": claimed.rubric_name, "sha256": claimed.rubric_sha256},
-        components=sorted(components),
-        sample=json.loads(claimed.sample) if claimed.sample is not None else None,
+        rubric={
+            "name": claimed.rubric_name,
+            "version": str((record.get("rubric") or {}).get("version", "")),
+            "sha256": claimed.rubric_sha256,
+        },
+        components=names,
+        sample=sample,
         lease_token=claimed.lease_token,
         lease_expires_at=claimed.lease_expires_at,
         label_count=claimed.label_count,
         required_reviews=claimed.required_reviews,
         graders=graders,
-        guidance={name: guidance.get(name, "") for name in sorted(components)},
+        guidance={name: guidance.get(name, "") for name in names},
+        pass_thresholds={name: pass_threshold(graders[name]) for name in names},
+        measured=measured_facts(rubric, sample) if rubric is not None else {},
         blind=not show_scores,
         grading=reward_summary(record, claimed.reason, claimed.inclusion_probability)
         if show_scores
         else None,
+    )
+
+
+def _complete(record: str | None, body: LabelFields) -> None:
+    """Refuse a label that leaves a component or the overall score unjudged."""
+    if record is None:
+        return  # no such item: the store answers (lease lost, or no label to edit)
+    components = list(json.loads(record).get("components", {}))
+    missing = [f"verdict for {name}" for name in components if name not in body.verdicts]
+    if body.overall_score is None:
+        missing.append("overall score")
+    unknown = sorted(set(body.verdicts) - set(components))
+    if missing or unknown:
+        parts = []
+        if missing:
+            parts.append("missing " + ", ".join(missing))
+        if unknown:
+            parts.append("no such component: " + ", ".join(unknown))
+        raise Invalid(
+            "the label is incomplete: " + "; ".join(parts),
+            code="label_incomplete",
+            errors=[{"loc": ["body"], "missing": missing, "unknown_components": unknown}],
+        )
+
+
+def _label(body: LabelFields) -> Label:
+    return Label(
+        verdicts=dict(body.verdicts),
+        overall_score=body.overall_score,
+        hack_types=[h.value for h in body.hack_types],
+        comment=body.comment,
     )
 
 
@@ -220,9 +294,9 @@ async def review_page() -> Response:
 async def queue_stats(
     service: ServiceDep, caller: Caller, rubric: RubricFilter = None
 ) -> dict[str, Any]:
-    """Count items waiting, leased and done, and labels, per rubric."""
-    _reviewer(caller)
-    return await asyncio.to_thread(_queue(service).stats, rubric)
+    """Count items waiting, leased and done, and labels, per rubric; ``you``: your progress."""
+    reviewer = _reviewer(caller)
+    return await asyncio.to_thread(_queue(service).stats, rubric, reviewer=reviewer)
 
 
 @router.post("/v1/review/claim", response_model=ClaimResponse, responses=ERRORS)
@@ -233,9 +307,11 @@ async def claim_next(body: ClaimRequest, service: ServiceDep, caller: Caller) ->
     if claimed is None:
         return ClaimResponse(item=None)
     rubric = _rubric(service, claimed.rubric_sha256)
-    return ClaimResponse(
-        item=_item(claimed, rubric, default_show=service.settings.review_show_scores)
+    # Measuring the code (radon) is CPU work: off the event loop.
+    item = await asyncio.to_thread(
+        _item, claimed, rubric, default_show=service.settings.review_show_scores
     )
+    return ClaimResponse(item=item)
 
 
 @router.post(
@@ -257,12 +333,18 @@ async def heartbeat(
 
 @router.post("/v1/review/items/{item_id}/release", status_code=204, responses=LEASE_ERRORS)
 async def release(
-    item_id: ItemId, body: LeaseRequest, service: ServiceDep, caller: Caller
+    item_id: ItemId, body: ReleaseRequest, service: ServiceDep, caller: Caller
 ) -> Response:
-    """Give an item back unlabelled (skip it); another reviewer can claim it at once."""
+    """Give an item back unlabelled; another reviewer can claim it at once.
+
+    A skip (the default) sends it to the back of your own queue, so your next claim
+    is another item while any other is waiting.
+    """
     reviewer = _reviewer(caller)
     try:
-        await asyncio.to_thread(_queue(service).release, item_id, body.lease_token, reviewer)
+        await asyncio.to_thread(
+            _queue(service).release, item_id, body.lease_token, reviewer, skip=body.skip
+        )
     except LeaseLostError as e:
         raise _lost(item_id) from e
     return Response(status_code=204)
@@ -272,19 +354,66 @@ async def release(
 async def submit_label(
     item_id: ItemId, body: LabelRequest, service: ServiceDep, caller: Caller
 ) -> dict[str, Any]:
-    """Label the item you hold; the lease ends with it."""
+    """Label the item you hold (every component and the overall score); the lease ends with it."""
     reviewer = _reviewer(caller)
-    label = Label(
-        verdicts=dict(body.verdicts),
-        overall_score=body.overall_score,
-        hack_types=[h.value for h in body.hack_types],
-        comment=body.comment,
-    )
+    queue = _queue(service)
+    _complete(await asyncio.to_thread(queue.item_record, item_id), body)
     try:
-        await asyncio.to_thread(_queue(service).submit, item_id, body.lease_token, reviewer, label)
+        await asyncio.to_thread(queue.submit, item_id, body.lease_token, reviewer, _label(body))
     except LeaseLostError as e:
         raise _lost(item_id) from e
-    return {"item_id": item_id, "reviewer": reviewer, "status": "stored"}
+    return {"item_id": item_id, "reviewer": reviewer, "status": "stored", "version": 1}
+
+
+@router.put(
+    "/v1/review/items/{item_id}/labels/mine",
+    responses={**ERRORS, 404: {"model": ErrorBody, "description": "You have no label there."}},
+)
+async def edit_label(
+    item_id: ItemId, body: LabelFields, service: ServiceDep, caller: Caller
+) -> dict[str, Any]:
+    """Replace your label of an item with a new version (the old ones are kept)."""
+    reviewer = _reviewer(caller)
+    queue = _queue(service)
+    _complete(await asyncio.to_thread(queue.item_record, item_id), body)
+    try:
+        version = await asyncio.to_thread(queue.edit, item_id, reviewer, _label(body))
+    except LabelNotFoundError as e:
+        raise NotFound(str(e), code="label_not_found") from e
+    return {"item_id": item_id, "reviewer": reviewer, "status": "stored", "version": version}
+
+
+@router.get("/v1/review/labels/mine", responses=ERRORS)
+async def my_labels(
+    service: ServiceDep,
+    caller: Caller,
+    limit: Annotated[int, Query(ge=1, le=100, description="How many, newest first.")] = 10,
+) -> dict[str, Any]:
+    """List your latest labels, the most recently submitted or edited first."""
+    reviewer = _reviewer(caller)
+    rows = await asyncio.to_thread(_queue(service).recent_labels, reviewer, limit)
+    return {"labels": rows}
+
+
+@router.get(
+    "/v1/review/items/{item_id}/labels/mine",
+    responses={**ERRORS, 404: {"model": ErrorBody, "description": "You have no label there."}},
+)
+async def my_label(item_id: ItemId, service: ServiceDep, caller: Caller) -> dict[str, Any]:
+    """Return an item you labelled, as the page shows it, with every version of your label."""
+    reviewer = _reviewer(caller)
+    queue = _queue(service)
+    try:
+        claimed, label = await asyncio.to_thread(queue.labelled_item, item_id, reviewer)
+    except LabelNotFoundError as e:
+        raise NotFound(str(e), code="label_not_found") from e
+    rubric = _rubric(service, claimed.rubric_sha256)
+    item = await asyncio.to_thread(
+        _item, claimed, rubric, default_show=service.settings.review_show_scores
+    )
+    item.label = label
+    versions = await asyncio.to_thread(queue.label_versions, item_id, reviewer)
+    return {"item": item.model_dump(mode="json"), "versions": versions}
 
 
 @router.get("/v1/review/export", responses=ERRORS)
@@ -326,8 +455,11 @@ async def agreement_stats(
     """Grader-vs-reviewer agreement, weighted by inverse inclusion probability.
 
     Each statistic says ``insufficient_data`` below 50 labels and sits beside the
-    counts behind it. Pass/fail: a component scoring at least 0.5 passes. Overall: the
-    reward before group normalization, mapped from its rubric's clip range onto [0, 1].
+    counts behind it. Pass/fail: a component passes at its grader kind's threshold
+    (stated per component as ``pass_threshold``, and for every kind in
+    ``pass_thresholds``; the review page states the same). Each reviewer's latest
+    label counts. Overall: the reward before group normalization, mapped from its
+    rubric's clip range onto [0, 1].
     """
     _reviewer(caller)
 

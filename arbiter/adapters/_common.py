@@ -8,11 +8,14 @@ Every adapter reads the same variables:
   (the default: an abstention is never silently a number).
 * ``ARBITER_BATCH_WINDOW_MS`` (20) and ``ARBITER_BATCH_MAX`` (256): the
   micro-batch that concurrent per-sample calls are coalesced into.
+* ``ARBITER_RETRY_BUDGET_S`` (60): how long a call keeps retrying after its
+  first failure (a replica or PostgreSQL restarting); see :mod:`arbiter.client`.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,7 +23,7 @@ from typing import Any, get_args
 
 from arbiter.adapters.coalescer import Coalescer
 from arbiter.adapters.rows import AbstainPolicy, fill_abstained
-from arbiter.client import ArbiterClient, AsyncArbiterClient
+from arbiter.client import RETRY_BUDGET_S, ArbiterClient, AsyncArbiterClient
 
 __all__ = [
     "AdapterSettings",
@@ -75,6 +78,7 @@ class AdapterSettings:
     abstain: AbstainPolicy = "raise"
     window_s: float = 0.02
     max_samples: int = 256
+    retry_budget_s: float = RETRY_BUDGET_S
 
     @classmethod
     def from_env(cls) -> AdapterSettings:
@@ -99,6 +103,16 @@ class AdapterSettings:
             max_samples = int(os.environ.get("ARBITER_BATCH_MAX", "256"))
         except ValueError as e:
             raise RuntimeError(f"ARBITER_BATCH_WINDOW_MS / ARBITER_BATCH_MAX: {e}") from e
+        budget = os.environ.get("ARBITER_RETRY_BUDGET_S", str(RETRY_BUDGET_S))
+        try:
+            retry_budget_s = float(budget)
+        except ValueError:
+            retry_budget_s = math.nan
+        if not math.isfinite(retry_budget_s) or retry_budget_s < 0:
+            raise RuntimeError(
+                f"ARBITER_RETRY_BUDGET_S={budget!r}: expected seconds (a number >= 0) that a "
+                "call keeps retrying after its first failure"
+            )
         return cls(
             url=_env("ARBITER_URL"),
             api_key=os.environ.get("ARBITER_API_KEY"),
@@ -106,11 +120,12 @@ class AdapterSettings:
             abstain=abstain,  # type: ignore[arg-type]  # checked against the Literal above
             window_s=window_s,
             max_samples=max_samples,
+            retry_budget_s=retry_budget_s,
         )
 
     def client(self) -> ArbiterClient:
         """Return a synchronous client for these settings."""
-        return ArbiterClient(self.url, self.api_key)
+        return ArbiterClient(self.url, self.api_key, retry_budget_s=self.retry_budget_s)
 
 
 @dataclass(frozen=True)
@@ -135,7 +150,9 @@ def grading_coalescer(settings: AdapterSettings) -> Coalescer[Graded]:
     """
 
     def make_send() -> Callable[[list[dict[str, Any]]], Awaitable[list[Graded | BaseException]]]:
-        client = AsyncArbiterClient(settings.url, settings.api_key)
+        client = AsyncArbiterClient(
+            settings.url, settings.api_key, retry_budget_s=settings.retry_budget_s
+        )
 
         async def send(samples: list[dict[str, Any]]) -> list[Graded | BaseException]:
             rows = [{**s, "id": f"{i}.{s['id']}"} for i, s in enumerate(samples)]

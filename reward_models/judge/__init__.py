@@ -28,12 +28,14 @@ backends :mod:`~reward_models.judge.openai_chat` and
 """
 
 from reward_models.judge.client import JudgeClient
+from reward_models.judge.limits import RateLimiter
 from reward_models.judge.local_model import LocalCausalLMBackend
 from reward_models.judge.openai_chat import JudgeUnavailableRetryAfter, OpenAIChatBackend
 from reward_models.judge.prompts import load_template, render_pairwise_prompt, render_prompt
 from reward_models.judge.types import (
     Criterion,
     JudgeBackend,
+    JudgeDefaults,
     JudgeReply,
     JudgeResult,
     Level,
@@ -50,6 +52,7 @@ __all__ = [
     "Criterion",
     "JudgeBackend",
     "JudgeClient",
+    "JudgeDefaults",
     "JudgeReply",
     "JudgeResult",
     "JudgeUnavailableRetryAfter",
@@ -59,6 +62,7 @@ __all__ = [
     "OpenAIChatBackend",
     "PairwiseResult",
     "Preference",
+    "RateLimiter",
     "SamplingParams",
     "TokenLogprob",
     "Verdict",

@@ -2,7 +2,9 @@
 
 Retries (exponential backoff, honouring ``Retry-After``) are for retryable
 failures only; the cache is an LRU keyed by (model, prompt hash, sampling
-parameters, vote).
+parameters, vote). Optional rate limits (requests and tokens per minute) hold
+calls back before they are sent; every call and failure is counted in the
+client's :class:`~reward_models.usage.ModelUsage`.
 """
 
 from __future__ import annotations
@@ -18,17 +20,21 @@ from typing import Literal
 
 from cachetools import LRUCache
 
-from reward_models.errors import JudgeTimeoutError, JudgeUnavailableError
+from reward_models.errors import JudgeError, JudgeTimeoutError, JudgeUnavailableError
+from reward_models.judge.limits import RateLimiter, estimate_tokens
 from reward_models.judge.types import (
     Criterion,
     JudgeBackend,
+    JudgeDefaults,
     JudgeReply,
     JudgeResult,
     Messages,
     PairwiseResult,
+    Preference,
     SamplingParams,
 )
 from reward_models.judge.verdicts import parse_preference, parse_verdict
+from reward_models.usage import ModelUsage
 
 __all__ = ["JudgeClient"]
 
@@ -44,12 +50,34 @@ class JudgeClient:
         max_retries: int = 2,
         backoff_s: float = 0.5,
         cache_size: int = 4096,
+        max_rpm: float | None = None,
+        max_tpm: float | None = None,
+        defaults: JudgeDefaults | None = None,
+        position_swap: bool = True,
+        usage: ModelUsage | None = None,
     ) -> None:
-        """Wrap a backend."""
+        """Wrap a backend.
+
+        Args:
+            backend: the chat model.
+            max_concurrency: calls in flight at once.
+            max_retries: retries of a retryable failure.
+            backoff_s: the first retry's wait (doubling, or the server's Retry-After).
+            cache_size: answers kept (0: no cache).
+            max_rpm: requests per minute (``None``: no limit).
+            max_tpm: tokens per minute, prompt and answer (``None``: no limit).
+            defaults: sampling where a rubric leaves it unset, and a ceiling on tokens.
+            position_swap: ask a pairwise comparison in both orders (a flip is a tie).
+            usage: counters this client feeds.
+        """
         self.backend = backend
         self.max_concurrency = max_concurrency
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.defaults = defaults or JudgeDefaults()
+        self.position_swap = position_swap
+        self.usage = usage or ModelUsage(backend.model, "judge")
+        self.limiter = RateLimiter(max_rpm, max_tpm)
         self._cache: LRUCache[str, JudgeReply] = LRUCache(cache_size)
         self._cache_hits = 0
         self._gates: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
@@ -100,20 +128,37 @@ class JudgeClient:
             else dataclasses.replace(params, seed=params.seed + vote)
         )
         attempt = 0
+        estimate = estimate_tokens(
+            sum(len(m.get("content", "")) for m in messages), params.max_tokens
+        )
         while True:
             try:
                 async with self._gate():
+                    reservation = await self.limiter.acquire(estimate)
                     remaining = None if deadline is None else deadline - time.monotonic()
                     if remaining is not None and remaining <= 0:
                         raise JudgeTimeoutError("the deadline passed before the judge was asked")
                     self.calls += 1
+                    started = time.monotonic()
                     try:
                         async with asyncio.timeout(remaining):
                             reply = await self.backend.complete(messages, seeded)
                     except TimeoutError:
-                        raise JudgeTimeoutError(
-                            "the judge did not answer before the deadline"
-                        ) from None
+                        late = JudgeTimeoutError("the judge did not answer before the deadline")
+                        self.usage.observe_error(late)
+                        raise late from None
+                    except JudgeError as e:
+                        self.usage.observe_error(e)
+                        raise
+                    self.usage.observe(
+                        time.monotonic() - started,
+                        tokens_in=reply.prompt_tokens or 0,
+                        tokens_out=reply.completion_tokens or 0,
+                    )
+                    if reply.prompt_tokens is not None and reply.completion_tokens is not None:
+                        self.limiter.settle(
+                            reservation, reply.prompt_tokens + reply.completion_tokens
+                        )
                 if self._cache.maxsize > 0:  # cachetools refuses any entry at size 0
                     self._cache[key] = reply
                 return reply, False
@@ -149,14 +194,24 @@ class JudgeClient:
         answers = await asyncio.gather(
             *(self.ask(messages, params, vote=v, deadline=deadline) for v in range(votes))
         )
-        verdicts = tuple(
-            parse_verdict(reply, criterion, use_logprobs=use_logprobs) for reply, _ in answers
-        )
+        try:
+            verdicts = tuple(
+                parse_verdict(reply, criterion, use_logprobs=use_logprobs) for reply, _ in answers
+            )
+        except JudgeError as e:
+            self.usage.observe_error(e, request=False)
+            raise
         values = [v.value for v in verdicts]
         value = (
             statistics.median(values) if aggregate == "median" else math.fsum(values) / len(values)
         )
-        return JudgeResult(value, verdicts, cached=sum(1 for _, hit in answers if hit))
+        return JudgeResult(
+            value,
+            verdicts,
+            cached=sum(1 for _, hit in answers if hit),
+            prompt_tokens=sum(r.prompt_tokens or 0 for r, hit in answers if not hit),
+            completion_tokens=sum(r.completion_tokens or 0 for r, hit in answers if not hit),
+        )
 
     async def compare(
         self,
@@ -169,6 +224,8 @@ class JudgeClient:
     ) -> PairwiseResult:
         """Judge candidate vs baseline in both orders; a verdict that flips is a tie.
 
+        A client built with ``position_swap=False`` asks in the first order only.
+
         Args:
             candidate_first: the prompt with the candidate as response A.
             candidate_second: the same with the candidate as response B.
@@ -180,15 +237,27 @@ class JudgeClient:
             JudgeError: either call failed or gave no verdict.
         """
         params = params or SamplingParams()
+        if not self.position_swap:
+            reply, _ = await self.ask(candidate_first, params, deadline=deadline)
+            only = self._preference(reply, use_logprobs)
+            value = only.p_a if only.p_a is not None else float(only.winner == "A")
+            return PairwiseResult(value, True, only, None)
         (first, _), (second, _) = await asyncio.gather(
             self.ask(candidate_first, params, deadline=deadline),
             self.ask(candidate_second, params, deadline=deadline),
         )
-        one = parse_preference(first, use_logprobs=use_logprobs)
-        two = parse_preference(second, use_logprobs=use_logprobs)
+        one = self._preference(first, use_logprobs)
+        two = self._preference(second, use_logprobs)
         wins = (one.winner == "A", two.winner == "B")
         if wins[0] != wins[1]:
             return PairwiseResult(0.5, False, one, two)
         if one.p_a is not None and two.p_a is not None:
             return PairwiseResult((one.p_a + (1.0 - two.p_a)) / 2, True, one, two)
         return PairwiseResult(1.0 if wins[0] else 0.0, True, one, two)
+
+    def _preference(self, reply: JudgeReply, use_logprobs: bool) -> Preference:
+        try:
+            return parse_preference(reply, use_logprobs=use_logprobs)
+        except JudgeError as e:
+            self.usage.observe_error(e, request=False)
+            raise

@@ -94,6 +94,8 @@ class LocalCausalLMBackend:
                         TokenLogprob(self._prefill, 0.0),
                         TokenLogprob(token, float(logprobs[best]), tuple(top)),
                     ),
+                    prompt_tokens=int(ids.shape[1]),
+                    completion_tokens=1,
                 )
             if params.seed is not None:
                 torch.manual_seed(params.seed)
@@ -103,7 +105,7 @@ class LocalCausalLMBackend:
                 max_new_tokens=params.max_tokens,
                 do_sample=params.temperature > 0,
                 temperature=params.temperature if params.temperature > 0 else None,
-                top_p=None,
+                top_p=params.top_p if params.temperature > 0 else None,
                 top_k=None,
                 output_scores=True,
                 return_dict_in_generate=True,
@@ -120,4 +122,9 @@ class LocalCausalLMBackend:
                     self._top(logprobs, params.top_logprobs),
                 )
             )
-        return JudgeReply("".join(t.token for t in tokens), tuple(tokens))
+        return JudgeReply(
+            "".join(t.token for t in tokens),
+            tuple(tokens),
+            prompt_tokens=int(ids.shape[1]),
+            completion_tokens=len(generated),
+        )

@@ -7,8 +7,14 @@ from typing import Any
 
 import httpx
 
-from reward_models.errors import JudgeError, JudgeTimeoutError, JudgeUnavailableError
+from reward_models.errors import (
+    JudgeError,
+    JudgeShapeError,
+    JudgeTimeoutError,
+    JudgeUnavailableError,
+)
 from reward_models.judge.types import JudgeReply, Messages, SamplingParams, TokenLogprob
+from reward_models.secrets import redact_url
 
 __all__ = ["JudgeUnavailableRetryAfter", "OpenAIChatBackend"]
 
@@ -33,9 +39,14 @@ class OpenAIChatBackend:
         timeout_s: float = 60.0,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        """Build the backend; ``transport`` lets tests answer in memory."""
+        """Build the backend; ``transport`` lets tests answer in memory.
+
+        ``base_url`` may end in ``/v1`` (as OpenAI clients write it) or not.
+        """
         self._model = model
-        self._base_url = base_url.rstrip("/")
+        self._base_url = base_url.rstrip("/").removesuffix("/v1")
+        # Error messages end up in logged rewards: never a URL's password.
+        self._where = redact_url(self._base_url)
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._timeout_s = timeout_s
         self._transport = transport
@@ -75,13 +86,15 @@ class OpenAIChatBackend:
             body["top_logprobs"] = params.top_logprobs
         if params.seed is not None:
             body["seed"] = params.seed
+        if params.top_p is not None:
+            body["top_p"] = params.top_p
         try:
             response = await self._client().post("/v1/chat/completions", json=body)
         except httpx.TimeoutException as e:
             raise JudgeTimeoutError(f"judge {self._model} timed out: {e}") from e
         except httpx.TransportError as e:
             raise JudgeUnavailableError(
-                f"judge at {self._base_url} unreachable: {type(e).__name__}: {e}"
+                f"judge at {self._where} unreachable: {type(e).__name__}: {e}"
             ) from e
         if response.status_code == 429 or response.status_code >= 500:
             retry_after = response.headers.get("retry-after")
@@ -89,11 +102,15 @@ class OpenAIChatBackend:
                 seconds = float(retry_after) if retry_after is not None else None
             except ValueError:
                 seconds = None
-            raise JudgeUnavailableRetryAfter(
+            unavailable = JudgeUnavailableRetryAfter(
                 f"judge answered {response.status_code}: {response.text[:200]}", seconds
             )
+            unavailable.status_code = response.status_code
+            raise unavailable
         if response.status_code != 200:
-            raise JudgeError(f"judge refused ({response.status_code}): {response.text[:200]}")
+            refused = JudgeError(f"judge refused ({response.status_code}): {response.text[:200]}")
+            refused.status_code = response.status_code
+            raise refused
         return self._parse(response)
 
     def _parse(self, response: httpx.Response) -> JudgeReply:
@@ -116,9 +133,17 @@ class OpenAIChatBackend:
                     )
                     for t in content
                 )
-        except (ValueError, KeyError, TypeError, IndexError) as e:
-            raise JudgeError(f"the judge's answer is not a chat completion: {e!r}") from e
-        return JudgeReply(text, tokens)
+            usage = response.json().get("usage") or {}
+            prompt_tokens = usage.get("prompt_tokens")
+            completion_tokens = usage.get("completion_tokens")
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+            raise JudgeShapeError(f"the judge's answer is not a chat completion: {e!r}") from e
+        return JudgeReply(
+            text,
+            tokens,
+            prompt_tokens=prompt_tokens if isinstance(prompt_tokens, int) else None,
+            completion_tokens=completion_tokens if isinstance(completion_tokens, int) else None,
+        )
 
     async def aclose(self) -> None:
         """Close the HTTP clients of this event loop."""

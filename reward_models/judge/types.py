@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
 from reward_models.errors import ConfigurationError
@@ -10,6 +10,7 @@ from reward_models.errors import ConfigurationError
 __all__ = [
     "Criterion",
     "JudgeBackend",
+    "JudgeDefaults",
     "JudgeReply",
     "JudgeResult",
     "Level",
@@ -65,6 +66,35 @@ class SamplingParams:
     #: The criterion's highest level; a backend that forces the grade token
     #: (a prefilled local model) picks among "1".."max_level".
     max_level: int | None = None
+    #: Nucleus sampling; ``None`` leaves it to the server.
+    top_p: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeDefaults:
+    """A declared judge's sampling, applied where a rubric leaves a setting unset.
+
+    ``max_tokens`` is a ceiling (a deployment's cost limit), applied whatever the
+    rubric asks; ``votes`` applies to absolute grading only (pairwise takes one
+    verdict per order).
+    """
+
+    temperature: float | None = None
+    top_p: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    votes: int | None = None
+
+    def apply(self, params: SamplingParams, explicit: frozenset[str] | set[str]) -> SamplingParams:
+        """Return ``params`` with these defaults for the fields not in ``explicit`` (pure)."""
+        changes: dict[str, object] = {}
+        for name in ("temperature", "top_p", "seed"):
+            value = getattr(self, name)
+            if value is not None and name not in explicit:
+                changes[name] = value
+        if self.max_tokens is not None and params.max_tokens > self.max_tokens:
+            changes["max_tokens"] = self.max_tokens
+        return replace(params, **changes) if changes else params  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +112,9 @@ class JudgeReply:
 
     text: str
     tokens: tuple[TokenLogprob, ...] | None = None
+    #: Tokens the judge read and wrote, where the backend reports them.
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,13 +143,14 @@ class PairwiseResult:
     ``value`` is 1.0 when the candidate wins in both orders, 0.0 when it loses in
     both, 0.5 (a tie) when the verdict flips with the order — position bias, not
     preference. With logprobs and a consistent verdict it is the mean win
-    probability over the two orders.
+    probability over the two orders. A judge declared without position swap is
+    asked in one order only (``candidate_second`` is ``None``).
     """
 
     value: float
     consistent: bool
     candidate_first: Preference
-    candidate_second: Preference
+    candidate_second: Preference | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +160,9 @@ class JudgeResult:
     value: float
     verdicts: tuple[Verdict, ...]
     cached: int = 0
+    #: Tokens the judge read and wrote for this result (cached answers cost none).
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 class JudgeBackend(Protocol):

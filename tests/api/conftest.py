@@ -121,12 +121,17 @@ StartServer = Callable[..., Server]
 def start_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartServer]:
     servers: list[Server] = []
 
-    def start(database_url: str | None = None, **settings: str) -> Server:
+    def start(
+        database_url: str | None = None, rubrics: dict[str, str] | None = None, **settings: str
+    ) -> Server:
+        """Start a server; ``rubrics`` (name: YAML) are in its folder from the start."""
         root = tmp_path_factory.mktemp("server")
         rubric_dir = root / "rubrics"
         rubric_dir.mkdir()
         (rubric_dir / "slow.yaml").write_text(SLOW_RUBRIC)
         (rubric_dir / "grpo.yaml").write_text(GRPO_RUBRIC)
+        for name, text in (rubrics or {}).items():
+            (rubric_dir / f"{name}.yaml").write_text(text)
         db_url = database_url or f"sqlite:///{root / 'arbiter.db'}"
         store = Store(db_url)
         store.migrate()

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from arbiter.adapters import openrlhf, trl, verl
-from arbiter.client import ArbiterClient, ArbiterError, AsyncArbiterClient
+from arbiter.client import ArbiterClient, ArbiterError, AsyncArbiterClient, RetryPolicy
 from tests.api.conftest import Server
 
 OK = {
@@ -51,14 +51,112 @@ def test_retries_429_and_503_honouring_retry_after_with_one_idempotency_key(monk
     assert seen[0].headers["authorization"] == "Bearer k"
 
 
-def test_gives_up_after_max_retries_and_raises_the_error(monkeypatch):
+def test_gives_up_when_the_retry_budget_is_spent_and_raises_the_last_error(monkeypatch):
     monkeypatch.setattr("arbiter.client.time.sleep", lambda _s: None)
     busy = [httpx.Response(429, json={"code": "busy", "message": "full"}) for _ in range(3)]
     transport, seen = scripted(*busy)
-    client = ArbiterClient("http://arbiter", transport=transport, max_retries=2)
+    client = ArbiterClient("http://arbiter", transport=transport, retry_budget_s=0)
     with pytest.raises(ArbiterError) as info:
         client.rewards([], "x")
-    assert info.value.status == 429 and info.value.code == "busy" and len(seen) == 3
+    assert info.value.status == 429 and info.value.code == "busy" and len(seen) == 1
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def failures(policy: RetryPolicy, answer: httpx.Response) -> tuple[list[float], ArbiterError]:
+    """Feed ``answer`` to one call until it gives up; return its waits and its error."""
+    clock = FakeClock()
+    call = policy.start(clock)
+    waits: list[float] = []
+    with pytest.raises(ArbiterError) as info:
+        while True:
+            wait = call.wait_before_retry(answer, None)
+            assert wait is not None
+            waits.append(wait)
+            clock.now += wait
+    return waits, info.value
+
+
+def test_waits_grow_exponentially_with_full_jitter_within_the_budget(monkeypatch):
+    monkeypatch.setattr("arbiter.client.random.uniform", lambda low, high: high)  # the bounds
+    policy = RetryPolicy(budget_s=30.0, backoff_s=0.5, max_backoff_s=4.0)
+    down = httpx.Response(503, json={"code": "store_unavailable", "message": "m"})
+    waits, error = failures(policy, down)
+    assert waits[:5] == [0.5, 1.0, 2.0, 4.0, 4.0]
+    assert sum(waits) == pytest.approx(30.0)  # the last wait is cut to the budget's end
+    assert error.status == 503
+    drawn: list[tuple[float, float]] = []
+
+    def uniform(low: float, high: float) -> float:
+        drawn.append((low, high))
+        return 0.0
+
+    monkeypatch.setattr("arbiter.client.random.uniform", uniform)
+    call = policy.start(FakeClock())
+    assert [call.wait_before_retry(down, None) for _ in range(4)] == [0.0] * 4
+    assert drawn[:4] == [(0.0, 0.5), (0.0, 1.0), (0.0, 2.0), (0.0, 4.0)]  # full jitter: from 0
+
+
+def test_retry_after_is_a_floor_and_one_past_the_budget_ends_the_call():
+    policy = RetryPolicy(budget_s=10.0, backoff_s=0.01, max_backoff_s=0.01)
+    later = httpx.Response(429, json={"code": "busy", "message": "m"}, headers={"Retry-After": "3"})
+    waits, error = failures(policy, later)
+    assert waits == [3.0, 3.0, 3.0]  # a fourth would start after the budget's end
+    assert error.code == "busy"
+
+
+def test_a_key_in_flight_elsewhere_is_waited_for_as_long_as_a_response():
+    policy = RetryPolicy(budget_s=5.0, backoff_s=1.0, max_backoff_s=1.0, in_flight_s=20.0)
+    in_flight = httpx.Response(
+        409,
+        json={"code": "idempotency_key_in_flight", "message": "m"},
+        headers={"Retry-After": "1"},
+    )
+    waits, error = failures(policy, in_flight)
+    assert sum(waits) == pytest.approx(20.0) and error.code == "idempotency_key_in_flight"
+    other = httpx.Response(409, json={"code": "version_conflict", "message": "m"})
+    with pytest.raises(ArbiterError, match="409 version_conflict"):
+        policy.start().wait_before_retry(other, None)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"retry_budget_s": -1}, "budget_s must be a finite number of seconds >= 0"),
+        ({"retry_budget_s": float("inf")}, "budget_s must be a finite number"),
+        ({"backoff_s": 0}, "backoff_s must be above 0"),
+        ({"backoff_s": 2, "max_backoff_s": 1}, "max_backoff_s .1. must be at least backoff_s"),
+        ({"timeout_s": 0}, "timeout_s must be a finite number of seconds > 0"),
+    ],
+)
+def test_a_bad_retry_setting_is_a_clear_error(arguments, message):
+    with pytest.raises(ValueError, match=message):
+        ArbiterClient("http://arbiter", **arguments)
+
+
+def test_every_attempt_of_a_call_carries_its_one_key_whatever_fails(monkeypatch):
+    monkeypatch.setattr("arbiter.client.time.sleep", lambda _s: None)
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if len(seen) == 1:
+            raise httpx.RemoteProtocolError("dropped", request=request)
+        if len(seen) == 2:
+            return httpx.Response(502, text="bad gateway")
+        if len(seen) == 3:
+            return httpx.Response(409, json={"code": "idempotency_key_in_flight", "message": "m"})
+        return httpx.Response(200, json=OK)
+
+    client = ArbiterClient("http://arbiter", transport=httpx.MockTransport(handler))
+    assert client.rewards([{"id": "a", "response": "r"}], "x").request_id == "r"
+    assert len(seen) == 4 and len({r.headers["idempotency-key"] for r in seen}) == 1
 
 
 def test_other_errors_are_not_retried():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import signal
 import time
+from datetime import datetime
 
 from tests.api.conftest import Server, StartServer
 
@@ -51,6 +52,13 @@ def test_a_shift_opens_an_alert_flags_rewards_and_survives_a_restart(
             assert not any(
                 f.startswith("drift:") for r in response.json()["rewards"] for f in r["flags"]
             )
+            if b == 0:  # nothing is watched yet, and the streams say how far off it is
+                eff = next(
+                    s for s in http.get("/v1/drift/streams").json() if s["component"] == "eff"
+                )
+                assert eff["reference"] is None
+                assert eff["warmup"]["phase"] == "reference"  # the one warm-up window is done
+                assert eff["warmup"]["needed"] == 10 * 20 and eff["warmup"]["fraction"] < 1
         assert http.get("/v1/drift/alerts").json() == []
         flagged = None
         for b in range(15, 30):  # the policy suddenly finishes in far fewer turns
@@ -64,10 +72,29 @@ def test_a_shift_opens_an_alert_flags_rewards_and_survives_a_restart(
         assert alerts and all(a["closed_at"] is None for a in alerts)
         assert {a["rubric_name"] for a in alerts} == {"drifty"}
         assert "reference" in alerts[0]["evidence"]
+        # Clean shapes: short ids, ISO times, flat evidence, named statistics.
+        for alert in alerts:
+            assert len(alert["id"]) == 12 and int(alert["id"], 16) >= 0
+            assert alert["key"].startswith("drifty/") and alert["status"] == "open"
+            assert datetime.fromisoformat(alert["opened_at"]).tzinfo is not None
+            assert "evidence" not in alert["evidence"]
+        named = {a["detector"]: a["statistic"] for a in alerts}
+        if "ks" in named:
+            assert named["ks"]["name"] == "p_value" and named["ks"]["fires"] == "below"
+            assert named["ks"]["value"] <= named["ks"]["threshold"]
+        if "cusum" in named:
+            assert named["cusum"]["name"] == "cusum"
+            assert named["cusum"]["value"] >= named["cusum"]["threshold"]
+        assert http.get("/v1/drift/alerts").json() == alerts  # open ones by default
+        typo = http.get("/v1/drift/alerts", params={"opne_only": True})
+        assert typo.status_code == 422 and typo.json()["code"] == "unknown_query_parameter"
         metrics = http.get("/metrics").text
-        assert "arbiter_drift_open_alerts{detector=" in metrics
+        # Per component (the rubric-level reward is "@reward"), and one incident gauge.
+        assert 'arbiter_drift_open_alerts{component="eff",detector=' in metrics
+        assert 'arbiter_drift_incident_open{rubric="drifty"} 1.0' in metrics
         streams = http.get("/v1/drift/streams").json()
         assert any(s["component"] == "eff" and s["reference"] for s in streams)
+        assert all(s["warmup"]["phase"] == "watching" for s in streams if s["reference"])
 
     server.kill(signal.SIGTERM)  # saves the monitor's state
     server.start()
@@ -78,12 +105,36 @@ def test_a_shift_opens_an_alert_flags_rewards_and_survives_a_restart(
         assert any(f.startswith("drift:") for r in rewards for f in r["flags"])  # still open
         stream = next(s for s in http.get("/v1/drift/streams").json() if s["component"] == "eff")
     with server.client("admin") as admin:
+        # A silence mutes the flags and the page, and keeps the reference and the alerts.
+        silence = admin.post(
+            "/v1/drift/silences",
+            json={"rubric": "drifty", "duration_s": 3600, "reason": "known, being looked at"},
+        )
+        assert silence.status_code == 201, silence.text
+        assert silence.json()["active"] and silence.json()["requested_by"].startswith("test-admin")
+        rewards = admin.post("/v1/rewards", json=batch(rng, 2000, 8.0)).json()["rewards"]
+        assert not any(f.startswith("drift:") for r in rewards for f in r["flags"])
+        still = admin.get("/v1/drift/alerts").json()
+        assert still and all(a["silenced"] for a in still)
+        exposition = admin.get("/metrics").text
+        assert sum(open_series(exposition, "drifty").values()) >= 1  # counted, not paged
+        assert incident_open(exposition, "drifty") == 0
+        same = next(s for s in admin.get("/v1/drift/streams").json() if s["component"] == "eff")
+        assert same["reference"] == stream["reference"]  # the baseline is kept
+        assert [x["id"] for x in admin.get("/v1/drift/silences").json()] == [silence.json()["id"]]
+        assert admin.delete(f"/v1/drift/silences/{silence.json()['id']}").status_code == 204
+        assert admin.delete(f"/v1/drift/silences/{silence.json()['id']}").status_code == 404
+        assert admin.get("/v1/drift/silences").json() == []
+        rewards = admin.post("/v1/rewards", json=batch(rng, 3000, 8.0)).json()["rewards"]
+        assert any(f.startswith("drift:") for r in rewards for f in r["flags"])  # lifted
+        assert incident_open(admin.get("/metrics").text, "drifty") == 1
         reset = admin.post(
             "/v1/drift/reset",
             json={
                 "rubric": "drifty",
                 "component": "eff",
                 "grader_version": stream["grader_version"],
+                "reason": "the shorter runs are the new policy's, reviewed",
             },
         )
         assert reset.status_code == 200 and reset.json()["closed_alerts"] >= 1
@@ -95,15 +146,23 @@ def test_a_shift_opens_an_alert_flags_rewards_and_survives_a_restart(
         assert eff_open == []
 
 
-def open_series(metrics: str, rubric: str) -> dict[str, float]:
-    """Return the ``arbiter_drift_open_alerts`` series of one rubric: detector -> value."""
+def open_series(metrics: str, rubric: str) -> dict[tuple[str, str], float]:
+    """Return one rubric's ``arbiter_drift_open_alerts``: (component, detector) -> value."""
     series = {}
     for line in metrics.splitlines():
         if line.startswith("arbiter_drift_open_alerts{") and f'rubric="{rubric}"' in line:
             labels, value = line.rsplit(" ", 1)
+            component = labels.split('component="', 1)[1].split('"', 1)[0]
             detector = labels.split('detector="', 1)[1].split('"', 1)[0]
-            series[detector] = float(value)
+            series[component, detector] = float(value)
     return series
+
+
+def incident_open(metrics: str, rubric: str) -> float:
+    """Return the ``arbiter_drift_incident_open`` value of one rubric."""
+    prefix = f'arbiter_drift_incident_open{{rubric="{rubric}"}} '
+    [line] = [line for line in metrics.splitlines() if line.startswith(prefix)]
+    return float(line.removeprefix(prefix))
 
 
 def test_one_reset_per_rubric_closes_its_alerts_and_the_gauge_follows(
@@ -129,19 +188,38 @@ def test_one_reset_per_rubric_closes_its_alerts_and_the_gauge_follows(
         assert {a["incident"] for a in alerts} == {incidents[0]["id"]}
         # On-call is told once per incident, not once per alert.
         assert server.log.read_text().count("drift incident opened on drifty") == 1
-        before = open_series(http.get("/metrics").text, "drifty")
+        exposition = http.get("/metrics").text
+        before = open_series(exposition, "drifty")
         assert sum(before.values()) == len(alerts), before
+        # Per component: each open alert counts under its own stream's component.
+        for alert in alerts:
+            assert before[alert["component"], alert["detector"]] >= 1
+        assert incident_open(exposition, "drifty") == 1
 
     with server.client("admin") as admin:
         # By name alone: no component, no grader version, no sha256.
-        reset = admin.post("/v1/drift/reset", json={"rubric": "drifty"})
+        # A reset says why: without a reason it is refused, and nothing is reset.
+        assert admin.post("/v1/drift/reset", json={"rubric": "drifty"}).status_code == 422
+        reset = admin.post(
+            "/v1/drift/reset", json={"rubric": "drifty", "reason": "accepted after review"}
+        )
         assert reset.status_code == 200, reset.text
+        [record] = admin.get("/v1/drift/resets", params={"rubric": "drifty"}).json()
+        assert record["reason"] == "accepted after review"
+        assert record["requested_by"] == f"test-admin ({server.keys['admin'].split('_')[1]})"
+        assert record["closed_alerts"] == len(alerts) and record["component"] is None
+        assert datetime.fromisoformat(record["reset_at"]).tzinfo is not None
         assert reset.json() == {"closed_alerts": len(alerts), "open_alerts": 0}
         assert admin.get("/v1/drift/alerts", params={"open_only": True}).json() == []
+        assert admin.get("/v1/drift/alerts").json() == []  # open ones by default
+        closed = admin.get("/v1/drift/alerts", params={"status": "closed"}).json()
+        assert {a["id"] for a in alerts} <= {a["id"] for a in closed}
+        assert all(a["status"] == "closed" and a["closed_at"] for a in closed)
         after = open_series(admin.get("/metrics").text, "drifty")
         # Every series that counted an alert is still exported, now at 0.
         assert set(after) == set(before)
         assert all(value == 0 for value in after.values()), after
-        unknown = admin.post("/v1/drift/reset", json={"rubric": "no-such-rubric"})
+        assert incident_open(admin.get("/metrics").text, "drifty") == 0
+        unknown = admin.post("/v1/drift/reset", json={"rubric": "no-such-rubric", "reason": "x"})
         assert unknown.status_code == 404
         assert unknown.json()["code"] == "stream_not_found"

@@ -20,6 +20,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, func, select
 
+from arbiter.client import ArbiterClient, RewardBatch
 from store.tables import drift_alerts, requests, review_items, rewards
 from tests.api.conftest import Server, StartServer
 from tests.api.test_drift_api import DRIFTY, batch
@@ -189,9 +190,9 @@ def test_one_monitor_over_both_replicas_opens_one_alert_seen_by_both(
     first = rows[0]
     assert first.window <= needed, f"two replicas needed window {first.window}, one {needed}"
     # The same monitor on the same traffic: the single replica's first alert, once.
-    assert first.id in {a["id"] for a in first_single}
+    assert first.id in {a["key"] for a in first_single}
     assert [a["id"] for a in listed[0]] == [a["id"] for a in listed[1]]
-    assert first.id in {a["id"] for a in listed[0]}
+    assert first.id in {a["key"] for a in listed[0]}
 
 
 def test_review_sampling_over_both_replicas_holds_its_rate(pair: Pair) -> None:
@@ -250,29 +251,27 @@ def test_review_sampling_over_both_replicas_holds_its_rate(pair: Pair) -> None:
 def test_one_idempotency_key_sent_to_both_replicas_at_once_grades_once(pair: Pair) -> None:
     servers = pair.servers
     key = servers[0].keys["trainer"]  # one trainer, whichever replica it reaches
-    body = {"rubric": "counted", "samples": [{"id": f"k{i}", "response": "r"} for i in range(4)]}
+    samples = [{"id": f"k{i}", "response": "r"} for i in range(4)]
     start = threading.Barrier(2)
-    responses: list[httpx.Response | None] = [None, None]
+    answers: list[RewardBatch | None] = [None, None]
 
     def send(i: int) -> None:
-        with httpx.Client(base_url=servers[i].url, timeout=60) as http:
+        # The loser is answered 409 idempotency_key_in_flight at once; the client
+        # retries (same key) and replays the winner's stored response.
+        with ArbiterClient(servers[i].url, key) as client:
             start.wait()
-            responses[i] = http.post(
-                "/v1/rewards",
-                json=body,
-                headers={"Authorization": f"Bearer {key}", "Idempotency-Key": "step-9-batch-0"},
-            )
+            answers[i] = client.rewards(samples, "counted", idempotency_key="step-9-batch-0")
 
     threads = [threading.Thread(target=send, args=(i,)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert all(r is not None and r.status_code == 200 for r in responses), responses
-    first, second = (r.json() for r in responses if r is not None)
-    assert first == second  # the loser replays the winner's stored response
-    replayed = [r.headers.get("idempotent-replayed") for r in responses if r is not None]
-    assert sorted(map(str, replayed)) == ["None", "true"]
+    assert all(a is not None for a in answers), answers
+    first, second = (a for a in answers if a is not None)
+    # The loser replays the winner's stored response.
+    assert (first.request_id, first.rewards) == (second.request_id, second.rewards)
+    assert sorted(a.replayed for a in answers if a is not None) == [False, True]
     assert sorted(pair.graded.read_text().split()) == [
         "k0",
         "k1",

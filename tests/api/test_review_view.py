@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from api.review_view import component_summary, reward_summary, rubric_guidance
+from api.review_view import (
+    component_summary,
+    measured_facts,
+    reward_summary,
+    rubric_guidance,
+)
+from monitoring.agreement import pass_threshold
 from rubrics.loader import parse_rubric
 
 RUBRIC = """\
@@ -100,3 +106,32 @@ def test_the_reward_summary_says_why_and_how_it_was_capped() -> None:
     assert summary["gates"] == ["tests < 1 -> cap 0.5"]
     assert summary["penalties"] == ["subprocess x1 -> -0.25"]
     assert (summary["reason"], summary["inclusion_probability"]) == ("disagreement", 0.1)
+
+
+def test_blind_review_still_shows_measured_facts_that_are_not_verdicts() -> None:
+    # Issue 27: complexity could not be judged blind without computing radon by hand.
+    rubric = parse_rubric(RUBRIC)
+    code = "```python\ndef f(x):\n    if x and x > 1:\n        return 1\n    return 0\n```\n"
+    sample = {"response": code, "metrics": {"turns": 9, "completion_tokens": 5000}}
+    facts = measured_facts(rubric, sample)
+    assert "f (line 1): cyclomatic complexity 3" in facts["cx"]
+    assert any(f.startswith("maintainability index ") for f in facts["cx"])
+    assert facts["eff"] == [
+        "turns 9 of 8: over budget",
+        "completion_tokens 5000 of 4096: over budget",
+    ]
+    assert facts["odd"] == ["wall_s: not reported by the rollout (budget 30)"]
+    assert measured_facts(rubric, {"response": "no code here", "metrics": {}})["cx"] == [
+        "no code in the response"
+    ]
+    assert measured_facts(rubric, None) == {}
+    # Facts, not verdicts: nothing the graders said.
+    assert not any("score" in f for fs in facts.values() for f in fs)
+
+
+def test_guidance_states_the_pass_threshold_agreement_uses() -> None:
+    guidance = rubric_guidance(parse_rubric(RUBRIC))
+    assert guidance["cx"].endswith("pass only at full marks (1 of 1).")
+    assert guidance["eff"].endswith("pass at 0.5 or more (of 1).")
+    assert pass_threshold("bandit") == 0.8 and pass_threshold("unit_tests") == 1.0
+    assert pass_threshold("some_plugin") == 0.5

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from ruamel.yaml import YAML
 from typer.testing import CliRunner
 
 from arbiter.cli import app
@@ -103,6 +104,39 @@ def test_schema_is_draft7_json(tmp_path):
 
 def test_graders_lists_efficiency():
     assert "efficiency" in runner.invoke(app, ["rubric", "graders"]).stdout
+
+
+def test_show_fills_in_the_drift_defaults_it_claims_to():
+    # Issue 27: every drift threshold left out printed as null.
+    from monitoring.drift_config import DriftConfig
+
+    shown = json.loads(runner.invoke(app, ["rubric", "show", str(EFFICIENCY), "--json"]).stdout)
+    drift = shown["rubric"]["drift"]
+    assert None not in drift.values(), drift
+    assert drift["cusum_h"] == DriftConfig().cusum_h
+    assert drift["reference_windows"] == DriftConfig().reference_windows
+    shown_yaml = YAML(typ="safe").load(
+        runner.invoke(app, ["rubric", "show", str(EFFICIENCY)]).stdout
+    )
+    assert shown_yaml["drift"] == drift
+
+
+def test_graders_verbose_lists_each_config_key_with_type_and_default():
+    result = runner.invoke(app, ["rubric", "graders", "--verbose"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    efficiency = lines.index(next(line for line in lines if line.startswith("efficiency ")))
+    keys = []
+    for line in lines[efficiency + 1 :]:
+        if not line.startswith("    "):
+            break
+        keys.append(line.strip())
+    assert any(k.startswith("max_turns: ") and "= null" in k for k in keys), keys
+    assert any(k.startswith("missing_metric: Literal['skip', 'fail'] = \"skip\"") for k in keys), (
+        keys
+    )
+    radon = next(line for line in lines if line.strip().startswith("max_cyclomatic: "))
+    assert '"ok": 10' in radon and '"worst": 30' in radon, radon
 
 
 def test_score_demo_set_writes_one_reward_per_line_in_order(tmp_path):

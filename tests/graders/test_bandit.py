@@ -8,6 +8,8 @@ import io
 import json
 import math
 import os
+import subprocess
+import sys
 import tokenize
 from pathlib import Path
 
@@ -399,3 +401,21 @@ def test_registers_under_its_name():
     registry.register(BanditGrader)
     assert registry.get("bandit") is BanditGrader
     assert BanditGrader.config_model is BanditConfig
+
+
+def test_importing_the_grader_logs_no_formatter_load_error() -> None:
+    # Issue 27: every start logged "error ... Could not load 'sarif'" (bandit's
+    # SARIF formatter needs sarif_om, which nothing here uses); a test plugin
+    # that fails to load must still be reported, and every plugin still loads.
+    script = (
+        "import logging; logging.basicConfig(level=logging.WARNING)\n"
+        "import graders.bandit as b\n"
+        "from bandit.core import extension_loader as e\n"
+        "assert 'B602' in b.known_test_ids()\n"
+        "e.extension.LOG.error('Could not load %r: %s', 'some_plugin', 'boom')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert "Could not load 'sarif'" not in done.stderr
+    assert "Could not load 'some_plugin': boom" in done.stderr

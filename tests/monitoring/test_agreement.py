@@ -284,3 +284,38 @@ def test_an_empty_range_is_refused() -> None:
             hack_types=[],
             reward_range=(1.0, 1.0),
         )
+
+
+def test_each_grader_kind_passes_at_its_own_threshold_and_says_so():
+    # Issue 27: one 0.5 threshold passed bandit on eval (score 0.67) while the page
+    # told reviewers to fail it: security agreement was low by construction.
+    pairs = [
+        labelled_pair(
+            {
+                "raw_reward": 0.5,
+                "components": {
+                    "security": {"grader": "bandit", "score": 0.67 if i % 2 else 1.0},
+                    "tests": {"grader": "unit_tests", "score": 0.9 if i % 2 else 1.0},
+                },
+            },
+            inclusion_probability=1.0,
+            verdicts={
+                "security": "fail" if i % 2 else "pass",
+                "tests": "fail" if i % 2 else "pass",
+            },
+            overall_score=0.5,
+            hack_types=[],
+        )
+        for i in range(60)
+    ]
+    report = agreement_report(pairs, n_resamples=50)
+    for name, threshold in (("security", 0.8), ("tests", 1.0)):
+        component = report["components"][name]
+        assert component["pass_threshold"] == threshold
+        assert component["counts"]["grader_only"] == 0 and component["counts"]["human_only"] == 0
+        assert component["cohen_kappa"]["value"] == pytest.approx(1.0)
+    assert report["components"]["security"]["grader"] == "bandit"
+    assert report["pass_thresholds"]["bandit"] == 0.8
+    # Read at the old single 0.5, the same labels disagree on every failing item.
+    flat = agreement_report(pairs, pass_thresholds={"security": 0.5}, n_resamples=50)
+    assert flat["components"]["security"]["counts"]["grader_only"] == 30

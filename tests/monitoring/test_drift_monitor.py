@@ -434,3 +434,42 @@ def test_rewards_are_read_as_they_come_from_the_rubric():
     update = monitor.observe_rewards(rewards * 40, response_lengths=[100, None, 300] * 40)
     assert update.windows == 0  # still in warm-up and reference
     assert {k.component for k in monitor.streams} == {REWARD_STREAM, "tests", "judge"}
+
+
+def test_progress_says_what_is_not_watched_yet_and_for_how_long():
+    # Issue 27: /v1/drift/streams said "reference: null" for the first
+    # window x (warmup + reference) samples, and after a reset, with no progress.
+    key = StreamKey(rubric="rubric", component="c", version="1")
+    monitor = DriftMonitor(CONFIG)
+    rng = np.random.default_rng(0)
+    monitor.observe(batch(rng.beta(5, 2, N // 2)))
+    assert monitor.progress(key) == {
+        "phase": "warmup",
+        "samples": N // 2,
+        "needed": LEAD * N,
+        "fraction": round(0.5 / LEAD, 4),
+    }
+    for _ in range(3):  # past the warm-up window, into the reference
+        monitor.observe(batch(rng.beta(5, 2, N)))
+    progress = monitor.progress(key)
+    assert progress["phase"] == "reference"
+    assert progress["samples"] == 2 * N + N // 2  # two reference windows and a half
+    assert progress["needed"] == 6 * N
+    for _ in range(LEAD):
+        monitor.observe(batch(rng.beta(5, 2, N)))
+    assert monitor.progress(key)["phase"] == "watching"
+    assert monitor.progress(key)["fraction"] == 1.0
+    # Every complete window's mean, for the drift page to draw; saved with the state.
+    series = monitor.series(key)
+    assert [i for i, _ in series] == list(range(10))
+    assert all(0.5 < m < 0.9 for _, m in series)  # Beta(5, 2) has mean 5/7
+    restored = DriftMonitor.from_state(
+        DriftState.model_validate_json(monitor.state().model_dump_json())
+    )
+    assert restored.series(key) == series
+    monitor.reset_reference(key)
+    # After a reset: no warm-up again, a whole new reference to collect; the series goes on.
+    after = monitor.progress(key)
+    assert after["phase"] == "reference" and after["needed"] == 6 * N
+    assert after["samples"] < after["needed"]
+    assert monitor.series(key) == series

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -259,3 +260,60 @@ def test_replicas_sample_review_by_the_same_reward_deciles(postgres_url: str) ->
     finally:
         for s in stores:
             s.close()
+
+
+# -- claims die with their claimant (issue 24) ---------------------------------------
+
+
+def test_a_claim_renewed_by_its_owner_holds_and_one_left_alone_is_taken_over(
+    store: Store,
+) -> None:
+    claims = IdempotencyClaims(store)
+    assert claims.claim("c", "k", "a", lease_s=1.0).claimed
+    assert claims.renew("a", [("c", "k")], lease_s=60.0) == 1  # a is alive and grading
+    held = claims.claim("c", "k", "b", lease_s=60.0)
+    assert not held.claimed and held.holder == "a"
+    # a dies: nobody renews its claim; once the lease has run out, b takes the key.
+    assert claims.renew("a", [("c", "k")], lease_s=-1.0) == 1
+    assert claims.claim("c", "k", "b", lease_s=60.0).claimed
+    # a's late renewal does not take the key back from b.
+    assert claims.renew("a", [("c", "k")], lease_s=60.0) == 0
+    assert claims.claim("c", "k", "a", lease_s=60.0).holder == "b"
+
+
+def test_a_claimants_own_leftover_claim_is_its_own_again(store: Store) -> None:
+    # A release that failed (the store was down) leaves the claim behind; the
+    # same replica's retry of the key must not wait for its own leftover.
+    claims = IdempotencyClaims(store)
+    assert claims.claim("c", "k", "a", lease_s=60.0).claimed
+    assert claims.claim("c", "k", "a", lease_s=60.0).claimed
+    assert claims.claim("c", "k", "b", lease_s=60.0).holder == "a"
+
+
+def test_renewal_touches_only_the_owners_listed_keys_and_release_all_drops_the_rest(
+    store: Store,
+) -> None:
+    claims = IdempotencyClaims(store)
+    for key in ("k1", "k2", "k3"):
+        assert claims.claim("c", key, "a", lease_s=60.0).claimed
+    assert claims.claim("c", "other", "b", lease_s=60.0).claimed
+    assert claims.renew("a", [("c", "k1"), ("c", "k2"), ("c", "other"), ("c", "gone")]) == 2
+    assert claims.release_all("a") == 3
+    assert claims.claim("c", "k3", "b", lease_s=60.0).claimed
+    assert claims.claim("c", "other", "x", lease_s=60.0).holder == "b"
+
+
+def test_leases_are_stamped_with_the_databases_clock(store: Store) -> None:
+    from sqlalchemy import select
+
+    from store.tables import idempotency_claims
+
+    before = time.time()
+    with store.engine.connect() as conn:
+        now = conn.execute(select(store.clock())).scalar_one()
+    IdempotencyClaims(store).claim("c", "k", "a", lease_s=5.0)
+    with store.engine.connect() as conn:
+        row = conn.execute(select(idempotency_claims)).one()
+    # The database runs on this host in the tests: its clock and ours agree.
+    assert before - 1 <= now <= time.time() + 1
+    assert row.expires_at - row.claimed_at == pytest.approx(5.0, abs=0.01)

@@ -16,7 +16,14 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import event
 
 from store.db import RewardRow, Store
-from store.review import ClaimedItem, EnqueueItem, Label, LeaseLostError, ReviewQueue
+from store.review import (
+    ClaimedItem,
+    EnqueueItem,
+    Label,
+    LabelNotFoundError,
+    LeaseLostError,
+    ReviewQueue,
+)
 from store.tables import metadata
 
 
@@ -337,3 +344,59 @@ def test_reviewer_processes_label_every_item_once(store_url: str) -> None:
     conflicts = sum(c for _, c in results)
     if url.startswith("postgresql"):
         assert conflicts == 0  # SKIP LOCKED: racing claims pass each other by
+
+
+def test_a_skip_sends_the_item_to_the_back_of_that_reviewers_queue_only(store: Store) -> None:
+    # Issue 27: "s" then "n" handed back the same item.
+    clock = FakeClock()
+    queue = ReviewQueue(store, clock=clock)
+    log_and_enqueue(store, queue, 3)
+    first = queue.claim("alice")
+    assert first is not None and first.sample_id == "s0"
+    queue.release(first.id, first.lease_token, "alice")  # a skip
+    clock.now += 1
+    second = queue.claim("alice")
+    assert second is not None and second.sample_id == "s1"
+    queue.release(second.id, second.lease_token, "alice")
+    clock.now += 1
+    # Another reviewer's order is untouched by alice's skips.
+    bob = queue.claim("bob")
+    assert bob is not None and bob.sample_id == "s0"
+    queue.release(bob.id, bob.lease_token, "bob", skip=False)  # a closed page: no skip
+    # Alice: the one item she never skipped, then her skips, the oldest skip first.
+    order = []
+    for _ in range(3):
+        item = queue.claim("alice")
+        assert item is not None
+        order.append(item.sample_id)
+        queue.release(item.id, item.lease_token, "alice")
+        clock.now += 1
+    assert order == ["s2", "s0", "s1"]
+    # Bob's page closed (no skip): his next claim is the same oldest item.
+    again = queue.claim("bob")
+    assert again is not None and again.sample_id == "s0"
+
+
+def test_an_edit_is_a_new_version_and_the_latest_is_what_counts(store: Store) -> None:
+    queue = ReviewQueue(store, clock=FakeClock())
+    log_and_enqueue(store, queue, 1)
+    item = queue.claim("alice")
+    assert item is not None
+    queue.submit(item.id, item.lease_token, "alice", Label({"c": "pass"}, 1.0))
+    assert queue.edit(item.id, "alice", Label({"c": "fail"}, 0.25, ["early_exit"], "oops")) == 2
+    [row] = queue.labels("r")
+    assert row["version"] == 2 and row["verdicts"] == {"c": "fail"}
+    assert row["overall_score"] == 0.25 and row["hack_types"] == ["early_exit"]
+    history = queue.label_versions(item.id, "alice")
+    assert [(v["version"], v["verdicts"]) for v in history] == [
+        (1, {"c": "pass"}),
+        (2, {"c": "fail"}),
+    ]
+    assert [r["item_id"] for r in queue.recent_labels("alice")] == [item.id]
+    claimed, label = queue.labelled_item(item.id, "alice")
+    assert claimed.sample_id == "s0" and label["version"] == 2
+    # Only its own reviewer edits a label.
+    with pytest.raises(LabelNotFoundError):
+        queue.edit(item.id, "bob", Label({"c": "pass"}))
+    assert queue.stats("r", reviewer="alice")["you"] == {"labelled": 1, "left": 0}
+    assert queue.stats("r", reviewer="bob")["you"] == {"labelled": 0, "left": 0}

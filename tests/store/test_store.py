@@ -102,3 +102,102 @@ def test_in_memory_sqlite_has_no_checkpointer() -> None:
     log_request(store, "req")
     assert store._checkpointer is None
     store.close()
+
+
+# -- start-up and store faults (issue 24) ---------------------------------------------
+
+
+def test_the_head_revision_read_from_the_files_is_alembics() -> None:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from store.db import _MIGRATIONS, head_revision
+
+    config = Config()
+    config.set_main_option("script_location", str(_MIGRATIONS))
+    assert head_revision() == ScriptDirectory.from_config(config).get_current_head()
+
+
+def test_a_current_schema_is_not_migrated_again_and_alembic_is_not_loaded(
+    store: Store, store_url: str
+) -> None:
+    import subprocess
+    import sys
+
+    from store.db import head_revision
+
+    assert store.schema_revision() == head_revision()
+    check = (
+        "import sys; from store.db import Store; s = Store(sys.argv[1]); s.migrate(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", check, store_url], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+@pytest.mark.postgres
+def test_a_lock_held_on_the_rewards_fails_a_write_and_the_probe_within_the_lock_timeout(
+    postgres_url: str,
+) -> None:
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.exc import OperationalError
+
+    store = Store(postgres_url)
+    store.migrate()
+    holder = create_engine(postgres_url)
+    try:
+        with holder.connect() as conn:
+            conn.execute(text("LOCK TABLE rewards IN ACCESS EXCLUSIVE MODE"))
+            for attempt in (lambda: log_request(store, "locked", 3), store.probe_write):
+                started = time.monotonic()
+                with pytest.raises(OperationalError, match="lock timeout"):
+                    attempt()
+                # The issue's bound: the same 2 s as SQLite's busy timeout, within 3 s.
+                assert time.monotonic() - started < 3.0
+            conn.rollback()
+        log_request(store, "after", 3)
+        store.probe_write()  # and it leaves nothing behind
+        assert store.count_rewards() == 3
+    finally:
+        holder.dispose()
+        store.close()
+
+
+@pytest.mark.postgres
+def test_a_migration_waits_for_another_replicas_past_the_lock_timeout(postgres_url: str) -> None:
+    import hashlib
+    import threading
+
+    from sqlalchemy import create_engine, text
+
+    holder = create_engine(postgres_url)
+    store = Store(postgres_url)
+    try:
+        with holder.connect() as conn:
+            schema = conn.execute(text("SELECT current_schema()")).scalar_one()
+            digest = hashlib.blake2b(f"{schema}\x00arbiter-migrate".encode(), digest_size=8)
+            key = int.from_bytes(digest.digest(), "big", signed=True)
+            conn.execute(text("SELECT pg_advisory_lock(:k)"), {"k": key})  # "migrating"
+            done = threading.Event()
+            errors: list[BaseException] = []
+
+            def migrate() -> None:
+                try:
+                    store.migrate()
+                except BaseException as e:  # asserted below
+                    errors.append(e)
+                done.set()
+
+            thread = threading.Thread(target=migrate)
+            thread.start()
+            assert not done.wait(3.0), f"migrate did not wait for the lock: {errors}"
+            conn.execute(text("SELECT pg_advisory_unlock(:k)"), {"k": key})
+            conn.commit()
+            thread.join(timeout=60)
+        assert errors == []
+        log_request(store, "migrated", 1)
+    finally:
+        holder.dispose()
+        store.close()

@@ -80,6 +80,15 @@ def test_retired_and_invalid_settings_name_the_right_variable(monkeypatch):
         AdapterSettings.from_env()
     monkeypatch.delenv("ARBITER_ABSTAIN")
     assert AdapterSettings.from_env().abstain == "raise"  # never a silent number by default
+    assert AdapterSettings.from_env().retry_budget_s == 60.0  # rides out a 30 s restart
+    for bad in ("soon", "-5", "nan", "inf"):
+        monkeypatch.setenv("ARBITER_RETRY_BUDGET_S", bad)
+        with pytest.raises(RuntimeError, match="ARBITER_RETRY_BUDGET_S"):
+            AdapterSettings.from_env()
+    monkeypatch.setenv("ARBITER_RETRY_BUDGET_S", "120")
+    settings = AdapterSettings.from_env()
+    assert settings.retry_budget_s == 120.0
+    assert settings.client()._policy.budget_s == 120.0
 
 
 def test_trl_cache_keys_on_everything_that_changes_the_reward(live: Server):
