@@ -203,6 +203,7 @@ def _iso(at: float | None) -> str | None:
     dependencies=[known_query("status", "open_only", "rubric", "limit")],
 )
 async def list_alerts(
+    response: Response,
     service: ServiceDep,
     caller: Caller,
     status: Status = "open",
@@ -210,7 +211,15 @@ async def list_alerts(
     rubric: Annotated[str | None, Query(max_length=128)] = None,
     limit: Annotated[int, Query(ge=1, le=5000)] = 500,
 ) -> list[dict[str, Any]]:
-    """List drift alerts, newest first: the open ones unless ``status`` says otherwise."""
+    """List drift alerts, newest first: the open ones unless ``status`` says otherwise.
+
+    An empty list while streams are still warming up means nothing is watched
+    yet, not that nothing drifted: the ``X-Arbiter-Drift-Watched`` header says
+    how many of the (rubric's) streams are watched, and
+    ``X-Arbiter-Drift-Warmup`` the least-advanced one's progress (see
+    ``/v1/drift/streams`` for each).
+    """
+    response.headers.update(_warmup_headers(service.drift.streams(), rubric))
     wanted = _status(status, open_only)
     rows = await asyncio.to_thread(
         service.store.alerts, open_only=wanted == "open", rubric=rubric, limit=limit
@@ -234,6 +243,21 @@ async def list_alerts(
         }
         for a in alerts
     ]
+
+
+def _warmup_headers(streams: list[dict[str, Any]], rubric: str | None) -> dict[str, str]:
+    """Say how many streams are watched, and how far the least-advanced other one is."""
+    mine = [s for s in streams if rubric is None or s["rubric"] == rubric]
+    waiting = [s for s in mine if s["warmup"]["phase"] != "watching"]
+    headers = {"X-Arbiter-Drift-Watched": f"{len(mine) - len(waiting)} of {len(mine)}"}
+    if waiting:
+        least = min(waiting, key=lambda s: s["warmup"]["fraction"])
+        progress = least["warmup"]
+        headers["X-Arbiter-Drift-Warmup"] = (
+            f"{least['rubric']}/{least['component']}: {progress['phase']}, "
+            f"{progress['samples']} of {progress['needed']} samples"
+        )
+    return headers
 
 
 def _alert(row: dict[str, Any]) -> dict[str, Any]:

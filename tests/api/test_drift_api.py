@@ -59,7 +59,15 @@ def test_a_shift_opens_an_alert_flags_rewards_and_survives_a_restart(
                 assert eff["reference"] is None
                 assert eff["warmup"]["phase"] == "reference"  # the one warm-up window is done
                 assert eff["warmup"]["needed"] == 10 * 20 and eff["warmup"]["fraction"] < 1
-        assert http.get("/v1/drift/alerts").json() == []
+                # An empty alert list says it is not watching yet.
+                listed = http.get("/v1/drift/alerts", params={"rubric": "drifty"})
+                assert listed.json() == []
+                assert listed.headers["x-arbiter-drift-watched"].startswith("0 of ")
+                assert "of 200 samples" in listed.headers["x-arbiter-drift-warmup"]
+        listed = http.get("/v1/drift/alerts", params={"rubric": "drifty"})
+        assert listed.json() == []
+        watched, total = listed.headers["x-arbiter-drift-watched"].split(" of ")
+        assert watched == total and "x-arbiter-drift-warmup" not in listed.headers
         flagged = None
         for b in range(15, 30):  # the policy suddenly finishes in far fewer turns
             rewards = http.post("/v1/rewards", json=batch(rng, 20 * b, 8.0)).json()["rewards"]
