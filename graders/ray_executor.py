@@ -331,13 +331,46 @@ class RayExecutor(GradingExecutor):
         return remote.options(**options).remote(*self._actor_args)
 
     def close(self) -> None:
-        """Stop the actors (their sandbox pools die with them)."""
+        """Stop the actors (their sandbox pools die with them) and the node watch."""
+        watch, self._node_watch = self._node_watch, None
+        self._cancel([watch, *self._tasks])
         for handle in [w.handle for w in self._workers] + self._pending_handles:
             with contextlib.suppress(Exception):  # already dead is fine
                 ray.kill(handle)
         self._workers = []
         self._pending_handles = []
         self._started = False
+
+    @staticmethod
+    def _cancel(tasks: list[asyncio.Task[Any] | None]) -> None:
+        """Cancel background tasks on their own loops and let them end there.
+
+        Left pending, a task is destroyed with its loop ("Task was destroyed but
+        it is pending" at exit). A loop that runs in this thread cancels at once;
+        one running in another thread is asked to; one that is stopped is run
+        until the cancelled tasks have ended.
+        """
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Task[Any]]] = {}
+        for task in tasks:
+            if task is not None and not task.done():
+                by_loop.setdefault(task.get_loop(), []).append(task)
+        for loop, pending in by_loop.items():
+            if loop.is_closed():
+                continue
+            if loop is running:
+                for task in pending:
+                    task.cancel()
+            elif loop.is_running():
+                for task in pending:
+                    loop.call_soon_threadsafe(task.cancel)
+            else:
+                for task in pending:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
     # -- what the service sees -----------------------------------------------------
 
