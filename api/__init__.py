@@ -1,5 +1,5 @@
 """The HTTP service (FastAPI).
 
-Empty until the HTTP service lands; the package exists so the import rules of the
-architecture can be checked from the start.
+The app and its routes, the grading pipeline, auth, admission, drift watching
+and the review queue's sampling; see ``docs/architecture.md``.
 """

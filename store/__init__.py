@@ -1,5 +1,5 @@
-"""Storage of rewards, review items and drift snapshots (SQLAlchemy).
+"""Storage (SQLAlchemy, on SQLite or PostgreSQL).
 
-Empty until the HTTP service lands; the package exists so the import rules of the
-architecture can be checked from the start.
+Logged requests and rewards, idempotency claims, review items and labels,
+drift alerts and snapshots, and their migrations.
 """

@@ -7,7 +7,7 @@ slot to one run at a time; a slot whose zygote stops answering is killed and
 started again, and the run gets a :class:`SandboxError`, an infrastructure
 fault that is never the candidate's.
 
-One concept at some 750 lines: the protocol with the zygote. The limits and
+One concept: the protocol with the zygote. The limits and
 reports that cross to it, a slot's start, request, report and sweep, and the
 pool's admission of runs to slots change together, and each half is read
 against the other. What does not cross it lives apart: scheduling between the
