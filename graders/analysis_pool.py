@@ -21,7 +21,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 
 __all__ = ["WarmUp", "WorkerPool", "shared_pool"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("arbiter.graders.analysis_pool")
 
 WarmUp = Callable[[], None]
 

@@ -103,7 +103,7 @@ __all__ = [
     "warm_bandit",
 ]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("arbiter.graders.bandit")
 
 # ---------------------------------------------------------------------------
 # Bandit, in-process.

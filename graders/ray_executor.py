@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = ["GraderActor", "RayExecutor", "StreamingActor"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("arbiter.graders.ray_executor")
 
 # Ray reports usage to its authors unless told not to; nothing here phones home.
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

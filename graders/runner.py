@@ -23,7 +23,7 @@ from graders.types import FailureKind, GradeResult, Sample
 
 __all__ = ["GraderJob", "run_inline", "run_job", "run_jobs"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("arbiter.graders.runner")
 
 
 @dataclass(frozen=True, slots=True)

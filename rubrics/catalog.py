@@ -21,7 +21,7 @@ from rubrics.rubric import Rubric
 
 __all__ = ["CatalogEntry", "RubricCatalog"]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("arbiter.rubrics.catalog")
 
 
 @dataclass(frozen=True, slots=True)

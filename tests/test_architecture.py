@@ -284,3 +284,48 @@ def test_the_confined_check_catches_a_non_stdlib_import(tmp_path):
         "_lazy.py imports numpy",
         "_trusted.py imports graders.sandbox.proxy.Channel",
     ]
+
+
+def logger_names(path: Path) -> list[str]:
+    """Return the names a module gives the loggers it keeps (``name = logging.getLogger(...)``).
+
+    A name that is not a string literal is returned as ``<expression>``; the root
+    logger (no name: the service's logging set-up configures it) is not one kept.
+    """
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        func = node.value.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "getLogger"):
+            continue
+        args = node.value.args
+        if not args:
+            continue
+        if isinstance(args[0], ast.Constant) and isinstance(args[0].value, str):
+            names.append(args[0].value)
+        else:
+            names.append("<expression>")
+    return names
+
+
+def test_the_services_loggers_are_named_under_arbiter():
+    # One prefix, so an operator's logging config reaches every one of them.
+    offences = [
+        f"{path.relative_to(REPO)}: {name}"
+        for package in sorted(OURS - {"bench"})
+        for path in sorted((REPO / package).rglob("*.py"))
+        for name in logger_names(path)
+        if not name.startswith("arbiter.")
+    ]
+    assert not offences, "\n".join(offences)
+
+
+def test_the_logger_check_catches_a_module_named_logger(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import logging\nlogger = logging.getLogger(__name__)\n"
+        "other = logging.getLogger('arbiter.m')\nroot = logging.getLogger()\n"
+        "logging.getLogger('uvicorn.access').disabled = True\n"
+    )
+    assert logger_names(module) == ["<expression>", "arbiter.m"]

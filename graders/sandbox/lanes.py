@@ -41,7 +41,7 @@ __all__ = [
     "waited_s",
 ]
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("arbiter.graders.sandbox.lanes")
 
 
 def _children(pid: int) -> list[int]:

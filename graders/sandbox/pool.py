@@ -57,7 +57,7 @@ from graders.sandbox.lanes import (
 )
 from graders.sandbox.uids import DEFAULT_UID_BASE, UidRange
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("arbiter.graders.sandbox.pool")
 
 __all__ = [
     "DEFAULT_LAZY",
