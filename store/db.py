@@ -60,6 +60,7 @@ __all__ = [
     "Store",
     "StoredRequest",
     "hash_key",
+    "reward_filters",
 ]
 
 ROLES = ("trainer", "reviewer", "admin")
@@ -285,6 +286,35 @@ class _Checkpointer:
                     logger.exception("WAL checkpoint of %s failed; will retry", self.path)
         finally:
             conn.close()
+
+
+def reward_filters(
+    *,
+    client: str | None = None,
+    sample_id: str | None = None,
+    rubric_name: str | None = None,
+    rubric_sha256: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+) -> list[ColumnElement[bool]]:
+    """Return the conditions on logged rewards that the given filters set (``None``: any).
+
+    ``since`` is inclusive and ``until`` exclusive (Unix times of logging).
+    """
+    wanted: list[ColumnElement[bool]] = []
+    for column, value in (
+        (rewards.c.client, client),
+        (rewards.c.sample_id, sample_id),
+        (rewards.c.rubric_name, rubric_name),
+        (rewards.c.rubric_sha256, rubric_sha256),
+    ):
+        if value is not None:
+            wanted.append(column == value)
+    if since is not None:
+        wanted.append(rewards.c.created_at >= since)
+    if until is not None:
+        wanted.append(rewards.c.created_at < until)
+    return wanted
 
 
 class Store:
@@ -626,14 +656,11 @@ class Store:
             rewards.c.client,
             rewards.c.created_at,
         ).order_by(rewards.c.id)
-        if rubric_sha256 is not None:
-            query = query.where(rewards.c.rubric_sha256 == rubric_sha256)
-        if rubric_name is not None:
-            query = query.where(rewards.c.rubric_name == rubric_name)
-        if since is not None:
-            query = query.where(rewards.c.created_at >= since)
-        if until is not None:
-            query = query.where(rewards.c.created_at < until)
+        query = query.where(
+            *reward_filters(
+                rubric_sha256=rubric_sha256, rubric_name=rubric_name, since=since, until=until
+            )
+        )
         if sample_ids is not None:
             query = query.where(rewards.c.sample_id.in_(list(sample_ids)))
         if limit is not None:

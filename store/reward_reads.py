@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from store.db import Store
+from store.db import Store, reward_filters
 from store.tables import requests, rewards
 
 __all__ = ["LoggedRow", "RewardReader"]
@@ -110,17 +110,12 @@ class RewardReader:
             after_id: Only rows after this log id (the cursor of the previous page).
             limit: At most this many (capped at ``MAX_PAGE``).
         """
-        query = select(*_COLUMNS).where(rewards.c.id > after_id)
-        if client is not None:
-            query = query.where(rewards.c.client == client)
-        if sample_id is not None:
-            query = query.where(rewards.c.sample_id == sample_id)
-        if rubric is not None:
-            query = query.where(rewards.c.rubric_name == rubric)
-        if since is not None:
-            query = query.where(rewards.c.created_at >= since)
-        if until is not None:
-            query = query.where(rewards.c.created_at < until)
+        query = select(*_COLUMNS).where(
+            rewards.c.id > after_id,
+            *reward_filters(
+                client=client, sample_id=sample_id, rubric_name=rubric, since=since, until=until
+            ),
+        )
         query = query.order_by(rewards.c.id).limit(max(1, min(limit, MAX_PAGE)))
         with self.store.engine.connect() as conn:
             return [LoggedRow.from_row(r) for r in conn.execute(query)]
