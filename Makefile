@@ -1,19 +1,26 @@
 # Two entry points a newcomer needs: `make demo` (set up, then score the demo set)
-# and `make test` (the whole suite). Everything installs into ./.venv.
+# and `make test` (the whole suite). Everything installs into ./.venv, except the
+# trainers' environment (./.venv-trainers), where tests/trainers run the adapters
+# from the wheel's client-only install.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TRAINERS := .venv-trainers
+TRAINERS_STAMP := $(TRAINERS)/.installed
+WHEEL_DIR := build/dist
+# The exact CPU build the machines hold; the published requirements only bound torch below.
+TORCH := torch==2.13.0
 
-.PHONY: setup tools demo test lint clean
+.PHONY: setup tools wheel demo test lint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,trainers]' 'torch==2.13.0'
+	$(BIN)/pip install --quiet -e '.[dev,trainers]' '$(TORCH)'
 	@# verl and OpenRLHF pin GPU stacks their reward paths never import: no deps here,
 	@# the 'trainers' extra above brings what those paths need.
-	$(BIN)/pip install --quiet --no-deps 'verl==0.9.1' 'openrlhf==0.11.2' 'torch==2.13.0'
+	$(BIN)/pip install --quiet --no-deps 'verl==0.9.1' 'openrlhf==0.11.2' '$(TORCH)'
 	@# The browser tests drive Debian's chromium; install it where we can (root with apt).
 	@if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
@@ -27,13 +34,39 @@ tools:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
 	fi
 
-setup: $(STAMP) tools
+# The wheel a user installs, built from this checkout (pip builds it in isolation).
+wheel:
+	rm -rf $(WHEEL_DIR)
+	$(BIN)/pip wheel --quiet --no-deps -w $(WHEEL_DIR) .
 
-demo: $(STAMP)
+# The trainers' environment: the wheel's base install (client and adapters, nothing of
+# the server) beside the trainers' own pinned dependencies, as in a training job.
+$(TRAINERS_STAMP): pyproject.toml $(STAMP)
+	$(MAKE) wheel
+	rm -rf $(TRAINERS)
+	$(PYTHON) -m venv $(TRAINERS)
+	$(TRAINERS)/bin/pip install --quiet --upgrade pip
+	$(TRAINERS)/bin/pip install --quiet "$$(ls $(WHEEL_DIR)/arbiter_rewards-*.whl)[trainers]" '$(TORCH)' 'pytest>=8'
+	$(TRAINERS)/bin/pip install --quiet --no-deps 'verl==0.9.1' 'openrlhf==0.11.2' '$(TORCH)'
+	@# Both wheels ship their own test suites as a top-level `tests` package, which would
+	@# hide this repository's `tests` from pytest; neither imports it.
+	rm -rf $(TRAINERS)/lib/python*/site-packages/tests
+	touch $(TRAINERS_STAMP)
+
+setup: $(STAMP) $(TRAINERS_STAMP) tools
+
+demo: setup
 	$(BIN)/arbiter score --rubric rubrics/library/python-codegen.yaml eval_sets/codegen-demo.jsonl -o demo-rewards.jsonl
 
-test: $(STAMP) tools
-	$(BIN)/python -m pytest -q
+# The main suite, then tests/trainers in the trainers' environment on a wheel of this
+# very checkout (-P and append mode: the installed arbiter, never the source tree).
+test: $(STAMP) $(TRAINERS_STAMP) tools
+	@status=0; \
+	$(BIN)/python -m pytest -q || status=$$?; \
+	$(MAKE) --no-print-directory wheel && \
+	$(TRAINERS)/bin/pip install --quiet --no-deps --force-reinstall $(WHEEL_DIR)/arbiter_rewards-*.whl && \
+	$(TRAINERS)/bin/python -P -m pytest -q --import-mode=append tests/trainers || status=$$?; \
+	exit $$status
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -41,4 +74,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) demo-rewards.jsonl
+	rm -rf $(VENV) $(TRAINERS) $(WHEEL_DIR) demo-rewards.jsonl

@@ -16,12 +16,12 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from api.body import DOCUMENTED_BODIES
-from api.errors import ApiError, error_response
-from api.middleware import ServiceMiddleware
-from api.routes import drift, health, keys, review, rewards, rubrics
-from api.service import Service
-from api.settings import Settings
+from arbiter.api.body import DOCUMENTED_BODIES
+from arbiter.api.errors import ApiError, error_response
+from arbiter.api.middleware import ServiceMiddleware
+from arbiter.api.routes import drift, health, keys, review, rewards, rubrics
+from arbiter.api.service import Service
+from arbiter.api.settings import Settings
 from arbiter.version import __version__
 
 __all__ = ["create_app"]

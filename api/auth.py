@@ -13,8 +13,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from api.errors import Forbidden, Unauthorized, Unavailable
-from store.db import ApiKey, Store, hash_key
+from arbiter.api.errors import Forbidden, Unauthorized, Unavailable
+from arbiter.store.db import ApiKey, Store, hash_key
 
 __all__ = ["ANONYMOUS", "KEY_CACHE_MAX", "KEY_CACHE_S", "Authenticator", "Principal"]
 

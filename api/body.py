@@ -125,7 +125,7 @@ def _scalar_problem(
 def json_body_openapi(model: type[BaseModel]) -> dict[str, Any]:
     """Return a route's ``openapi_extra`` documenting ``model`` as its required JSON body.
 
-    The app's OpenAPI builder (``api.app``) adds the model's schema to the
+    The app's OpenAPI builder (``arbiter.api.app``) adds the model's schema to the
     components, where this reference points.
     """
     if model not in DOCUMENTED_BODIES:

@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Header, Request
 
-from api.auth import Principal
-from api.errors import Invalid
-from api.service import Service
+from arbiter.api.auth import Principal
+from arbiter.api.errors import Invalid
+from arbiter.api.service import Service
 
 __all__ = ["Caller", "ServiceDep", "known_query"]
 

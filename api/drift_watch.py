@@ -1,6 +1,6 @@
 """Drift monitoring in the service: feed each graded batch to the monitor, keep its alerts.
 
-The monitor (``monitoring.drift``) is pure and not thread-safe; here it gets
+The monitor (``arbiter.monitoring.drift``) is pure and not thread-safe; here it gets
 one lock, runs on the event loop (a few milliseconds a batch; in a worker
 thread the GIL hand-offs cost more than the work: bench/api.py), stores the
 alerts it opens and closes, and exports the open ones to Prometheus. While an
@@ -15,7 +15,7 @@ whichever replica holds an advisory lock, which follows the reward log; every
 replica reads the open alerts back from the store every poll, so the flags
 reach the rewards of all of them.
 
-A silence (``store.drift_log.DriftLog.silence``) mutes a rubric's (or one
+A silence (``arbiter.store.drift_log.DriftLog.silence``) mutes a rubric's (or one
 component's) open alerts until it expires or is lifted: their flags leave the
 rewards and ``arbiter_drift_incident_open`` stops paging, while the detectors go
 on against the same reference and the alerts still open and close (a reset, by
@@ -38,17 +38,17 @@ from collections.abc import Callable, Sequence
 
 from prometheus_client import Gauge
 
-from api.metrics import Metrics
-from graders.types import Sample
-from monitoring.drift import DriftMonitor, DriftState
-from monitoring.drift_alerts import Alert, StreamKey
-from monitoring.drift_config import DriftConfig
-from rubrics.catalog import RubricCatalog
-from rubrics.errors import RubricNotFoundError
-from rubrics.reward import Reward
-from rubrics.rubric import Rubric
-from store.db import Store
-from store.drift_log import DriftLog, LeaderLock, LogCursor, LoggedReward
+from arbiter.api.metrics import Metrics
+from arbiter.graders.types import Sample
+from arbiter.monitoring.drift import DriftMonitor, DriftState
+from arbiter.monitoring.drift_alerts import Alert, StreamKey
+from arbiter.monitoring.drift_config import DriftConfig
+from arbiter.rubrics.catalog import RubricCatalog
+from arbiter.rubrics.errors import RubricNotFoundError
+from arbiter.rubrics.reward import Reward
+from arbiter.rubrics.rubric import Rubric
+from arbiter.store.db import Store
+from arbiter.store.drift_log import DriftLog, LeaderLock, LogCursor, LoggedReward
 
 __all__ = ["DriftWatch", "SharedDriftWatch"]
 
@@ -344,7 +344,7 @@ class SharedDriftWatch(DriftWatch):
     """One drift monitor for all the replicas on one store.
 
     Every replica runs :meth:`run`. The one that holds the store's advisory
-    lock (:class:`~store.drift_log.LeaderLock`) reads the rewards every replica
+    lock (:class:`~arbiter.store.drift_log.LeaderLock`) reads the rewards every replica
     logged, in id order, one request at a time as a single replica would have
     seen them, feeds them to the monitor and stores the alerts. Every replica,
     the leader included, then reads the open alerts back and flags its rewards

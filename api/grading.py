@@ -22,24 +22,24 @@ from typing import Any
 
 import orjson
 
-from api.admission import Admission
-from api.auth import Principal
-from api.drift_watch import DriftWatch
-from api.errors import Busy, Conflict, Invalid, NotFound, TooLarge, Unavailable
-from api.idempotency import IdempotencyGate
-from api.metrics import Metrics
-from api.review_sampler import ReviewSampler
-from api.schemas import RewardRequest
-from api.settings import Settings
-from graders.executor import GradingExecutor, tenant
-from graders.registry import GraderRegistry
-from graders.types import Sample
-from rubrics.catalog import RubricCatalog
-from rubrics.errors import RubricNotFoundError
-from rubrics.reward import Reward
-from rubrics.rubric import Rubric
-from rubrics.score import score_samples
-from store.db import DuplicateRequestError, RewardRow, Store, StoredRequest
+from arbiter.api.admission import Admission
+from arbiter.api.auth import Principal
+from arbiter.api.drift_watch import DriftWatch
+from arbiter.api.errors import Busy, Conflict, Invalid, NotFound, TooLarge, Unavailable
+from arbiter.api.idempotency import IdempotencyGate
+from arbiter.api.metrics import Metrics
+from arbiter.api.review_sampler import ReviewSampler
+from arbiter.api.schemas import RewardRequest
+from arbiter.api.settings import Settings
+from arbiter.graders.executor import GradingExecutor, tenant
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.types import Sample
+from arbiter.rubrics.catalog import RubricCatalog
+from arbiter.rubrics.errors import RubricNotFoundError
+from arbiter.rubrics.reward import Reward
+from arbiter.rubrics.rubric import Rubric
+from arbiter.rubrics.score import score_samples
+from arbiter.store.db import DuplicateRequestError, RewardRow, Store, StoredRequest
 
 __all__ = ["GradedBatch", "GradingPipeline", "render"]
 

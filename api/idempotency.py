@@ -2,7 +2,7 @@
 
 One replica keeps its keys in flight in memory (the service answers a repeat
 sent while the first is still grading with 409). Replicas that share a store
-also claim each key there before grading (``store.idempotency``): a request that
+also claim each key there before grading (``arbiter.store.idempotency``): a request that
 finds the key claimed by a live replica is answered 409
 ``idempotency_key_in_flight`` with ``Retry-After`` at once (or after
 ``wait_s``, if the operator asked it to wait), and the client's retry replays
@@ -13,7 +13,7 @@ A claim dies with its claimant: this process renews the leases of the keys it
 is grading every :data:`RENEW_INTERVAL_S` from a thread of its own, up to each
 request's deadline, and stops renewing a key the moment it is done with it. A
 replica killed mid-request, or cut off from the store, stops renewing, and the
-key is free to the next request within :data:`~store.idempotency.LEASE_S`.
+key is free to the next request within :data:`~arbiter.store.idempotency.LEASE_S`.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ import threading
 import time
 import uuid
 
-from api.errors import Conflict, Unavailable
-from store.db import Store, StoredRequest
-from store.idempotency import LEASE_S, IdempotencyClaims
+from arbiter.api.errors import Conflict, Unavailable
+from arbiter.store.db import Store, StoredRequest
+from arbiter.store.idempotency import LEASE_S, IdempotencyClaims
 
 __all__ = ["RENEW_INTERVAL_S", "IdempotencyGate"]
 
@@ -115,7 +115,7 @@ class IdempotencyGate:
 
         Never raises: the answer to the client is already decided. If the store
         cannot take the release, the claim is simply no longer renewed, and its
-        lease runs out within :data:`~store.idempotency.LEASE_S`.
+        lease runs out within :data:`~arbiter.store.idempotency.LEASE_S`.
         """
         with self._lock:
             self._held.pop((client, key), None)

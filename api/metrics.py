@@ -20,10 +20,10 @@ from prometheus_client.samples import Sample as PromSample
 from prometheus_client.utils import floatToGoString
 
 if TYPE_CHECKING:
-    from api.admission import Admission
-    from reward_models.usage import ModelUsage
-    from rubrics.reward import Reward
-    from rubrics.rubric import Rubric
+    from arbiter.api.admission import Admission
+    from arbiter.reward_models.usage import ModelUsage
+    from arbiter.rubrics.reward import Reward
+    from arbiter.rubrics.rubric import Rubric
 
 __all__ = ["BatchHistogram", "Metrics", "ModelUsageCollector"]
 
@@ -159,7 +159,9 @@ class BatchHistogram(Collector):
 
 
 class ModelUsageCollector(Collector):
-    """Every declared model's counters (:class:`~reward_models.usage.ModelUsage`), read at scrape.
+    """Every declared model's counters (:class:`~arbiter.reward_models.usage.ModelUsage`).
+
+    Read at scrape.
 
     The models count on their own (a reward model's batches finish on the
     batcher's threads); this turns their counters into series labelled by
@@ -329,7 +331,7 @@ class Metrics:
         self.admission_utilization.set(admission.utilization())
 
     def gauge_review_queue(self, stats: Mapping[str, Any]) -> None:
-        """Set the review-queue gauges from :meth:`store.review.ReviewQueue.stats`."""
+        """Set the review-queue gauges from :meth:`arbiter.store.review.ReviewQueue.stats`."""
         for rubric, counts in stats.get("rubrics", {}).items():
             for state in ("open", "leased", "done"):
                 self.review_queue.labels(rubric=rubric, state=state).set(counts[state])

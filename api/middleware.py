@@ -20,9 +20,9 @@ from typing import Any
 import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import error_response
-from api.logs import request_id_var
-from api.metrics import Metrics
+from arbiter.api.errors import error_response
+from arbiter.api.logs import request_id_var
+from arbiter.api.metrics import Metrics
 
 __all__ = ["ServiceMiddleware"]
 

@@ -23,12 +23,6 @@ from typing import Any
 
 import orjson
 
-from api.auth import Principal
-from api.body import check_limits
-from api.errors import Invalid
-from api.grading import GradedBatch, GradingPipeline
-from api.schemas import OpenRLHFRequest
-from api.settings import Settings
 from arbiter.adapters.rows import (
     AbstainedError,
     AbstainPolicy,
@@ -37,7 +31,13 @@ from arbiter.adapters.rows import (
     parse_label,
     split_query,
 )
-from graders.types import Sample, TaskSpec
+from arbiter.api.auth import Principal
+from arbiter.api.body import check_limits
+from arbiter.api.errors import Invalid
+from arbiter.api.grading import GradedBatch, GradingPipeline
+from arbiter.api.schemas import OpenRLHFRequest
+from arbiter.api.settings import Settings
+from arbiter.graders.types import Sample, TaskSpec
 
 __all__ = ["OpenRLHFAdapter", "OpenRLHFAnswer"]
 

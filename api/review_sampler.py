@@ -1,6 +1,6 @@
 """The reward path's hook into human review: offer each logged batch to the sampler.
 
-The rubric's ``review`` section becomes a :class:`~monitoring.sampling.SamplingPolicy`
+The rubric's ``review`` section becomes a :class:`~arbiter.monitoring.sampling.SamplingPolicy`
 (cached by rubric sha256). A rubric that samples nothing costs one dictionary look-up
 per batch; otherwise the decisions and the one insert of the chosen items run in a
 worker thread after the rewards are committed, so only acknowledged rewards are queued.
@@ -19,18 +19,18 @@ import logging
 import time
 from collections.abc import Sequence
 
-from api.settings import Settings
-from monitoring.sampling import (
+from arbiter.api.settings import Settings
+from arbiter.monitoring.sampling import (
     ReviewCandidate,
     RewardDeciles,
     SamplingDecision,
     SamplingPolicy,
     decide,
 )
-from rubrics.reward import Reward
-from rubrics.rubric import Rubric
-from store.db import Store
-from store.review import EnqueueItem, ReviewQueue
+from arbiter.rubrics.reward import Reward
+from arbiter.rubrics.rubric import Rubric
+from arbiter.store.db import Store
+from arbiter.store.review import EnqueueItem, ReviewQueue
 
 __all__ = ["ReviewSampler"]
 

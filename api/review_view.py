@@ -14,7 +14,7 @@ turns) against its budget for an efficiency one. They are measurements, not
 verdicts: the reviewer still decides what passes.
 
 Each component's guidance ends with the pass threshold agreement applies to its
-grader's score (``monitoring.agreement.PASS_THRESHOLDS``), so the rule a
+grader's score (``arbiter.monitoring.agreement.PASS_THRESHOLDS``), so the rule a
 reviewer reads is the one their labels are compared by.
 """
 
@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from graders.code import extract_code
-from graders.efficiency import METRICS, EfficiencyConfig
-from graders.radon import RadonConfig, measure_radon
-from monitoring.agreement import pass_threshold
-from rubrics.rubric import Component, Rubric
+from arbiter.graders.code import extract_code
+from arbiter.graders.efficiency import METRICS, EfficiencyConfig
+from arbiter.graders.radon import RadonConfig, measure_radon
+from arbiter.monitoring.agreement import pass_threshold
+from arbiter.rubrics.rubric import Component, Rubric
 
 __all__ = [
     "component_guidance",

@@ -5,15 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from api.auth import Principal
-from api.errors import Conflict, Invalid, Unavailable
-from api.rubric_sync import persist
-from graders.registry import GraderRegistry
-from rubrics.catalog import CatalogEntry, RubricCatalog
-from rubrics.errors import RubricError, RubricNotFoundError
-from rubrics.loader import parse_rubric
-from rubrics.rubric import Rubric
-from store.db import Store
+from arbiter.api.auth import Principal
+from arbiter.api.errors import Conflict, Invalid, Unavailable
+from arbiter.api.rubric_sync import persist
+from arbiter.graders.registry import GraderRegistry
+from arbiter.rubrics.catalog import CatalogEntry, RubricCatalog
+from arbiter.rubrics.errors import RubricError, RubricNotFoundError
+from arbiter.rubrics.loader import parse_rubric
+from arbiter.rubrics.rubric import Rubric
+from arbiter.store.db import Store
 
 __all__ = ["RubricRegistration"]
 

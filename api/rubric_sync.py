@@ -14,11 +14,11 @@ import functools
 import logging
 import time
 
-from api.drift_watch import DriftWatch
-from api.settings import Settings
-from rubrics.catalog import CatalogEntry, RubricCatalog
-from rubrics.errors import RubricError
-from store.db import Store
+from arbiter.api.drift_watch import DriftWatch
+from arbiter.api.settings import Settings
+from arbiter.rubrics.catalog import CatalogEntry, RubricCatalog
+from arbiter.rubrics.errors import RubricError
+from arbiter.store.db import Store
 
 __all__ = ["RubricSync", "persist"]
 
@@ -70,7 +70,7 @@ class RubricSync:
 
     def required_sandbox_layers(self) -> set[str]:
         """Layers the settings and the loaded rubrics' unit_tests components require."""
-        from graders.sandbox.layers import LAYERS
+        from arbiter.graders.sandbox.layers import LAYERS
 
         wanted = set(self.settings.require_sandbox_layers)
         if "all" in wanted:
@@ -89,7 +89,7 @@ class RubricSync:
         required = self.required_sandbox_layers()
         if not required:
             return
-        from graders.sandbox.layers import check_layers, require_layers
+        from arbiter.graders.sandbox.layers import check_layers, require_layers
 
         layers = check_layers()
         require_layers(layers, required)

@@ -6,9 +6,9 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-from graders.types import Sample
-from rubrics.reward import Reward
-from rubrics.rubric import RubricIdentity
+from arbiter.graders.types import Sample
+from arbiter.rubrics.reward import Reward
+from arbiter.rubrics.rubric import RubricIdentity
 
 __all__ = [
     "ErrorBody",

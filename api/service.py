@@ -13,26 +13,26 @@ import asyncio
 import contextlib
 import logging
 
-from api.auth import Authenticator
-from api.drift_watch import DriftWatch, SharedDriftWatch
-from api.grading import GradingPipeline
-from api.metrics import Metrics, ModelUsageCollector
-from api.openrlhf import OpenRLHFAdapter
-from api.review_sampler import ReviewSampler
-from api.rubric_registration import RubricRegistration
-from api.rubric_sync import RubricSync
-from api.settings import Settings
-from graders.executor import GradingExecutor, remote_registry
-from graders.registry import GraderRegistry, default_registry
-from monitoring.drift_statistics import load_scipy
-from rubrics.catalog import RubricCatalog
-from rubrics.models_file import (
+from arbiter.api.auth import Authenticator
+from arbiter.api.drift_watch import DriftWatch, SharedDriftWatch
+from arbiter.api.grading import GradingPipeline
+from arbiter.api.metrics import Metrics, ModelUsageCollector
+from arbiter.api.openrlhf import OpenRLHFAdapter
+from arbiter.api.review_sampler import ReviewSampler
+from arbiter.api.rubric_registration import RubricRegistration
+from arbiter.api.rubric_sync import RubricSync
+from arbiter.api.settings import Settings
+from arbiter.graders.executor import GradingExecutor, remote_registry
+from arbiter.graders.registry import GraderRegistry, default_registry
+from arbiter.monitoring.drift_statistics import load_scipy
+from arbiter.rubrics.catalog import RubricCatalog
+from arbiter.rubrics.models_file import (
     DeclaredModels,
     load_models_file,
     prepare_registry,
     registry_setup,
 )
-from store.db import Store
+from arbiter.store.db import Store
 
 __all__ = ["Service"]
 
@@ -57,7 +57,7 @@ class Service:
         #: Where the heavy graders run when a Ray cluster is configured (else None).
         self.executor: GradingExecutor | None = None
         if settings.ray_address:
-            from graders.ray_executor import RayExecutor
+            from arbiter.graders.ray_executor import RayExecutor
 
             self.executor = RayExecutor(
                 settings.ray_address,

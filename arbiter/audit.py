@@ -1,6 +1,6 @@
 """Offline audits: grade a labelled set under a rubric and compare with the truth.
 
-Each item is a :class:`~graders.types.Sample` whose ``labels`` say what a
+Each item is a :class:`~arbiter.graders.types.Sample` whose ``labels`` say what a
 correct grader must find:
 
 * ``expected.tests_pass`` (bool): whether the code passes its tests; compared
@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from graders.registry import GraderRegistry
-from graders.types import INFRASTRUCTURE_FAILURES, Sample
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.types import INFRASTRUCTURE_FAILURES, Sample
 
 __all__ = [
     "AuditThresholds",

@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 
 from arbiter.audit import ItemGrades, expectation_of
-from graders.registry import GraderRegistry
-from graders.types import Sample
-from rubrics.rubric import Rubric
-from rubrics.score import score_samples
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.types import Sample
+from arbiter.rubrics.rubric import Rubric
+from arbiter.rubrics.score import score_samples
 
 __all__ = ["grade_items"]
 

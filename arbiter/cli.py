@@ -29,17 +29,15 @@ from rich.table import Table
 from ruamel.yaml import YAML
 
 from arbiter.grader_configs import config_keys
+from arbiter.graders.registry import GraderRegistry, default_registry
+from arbiter.graders.types import Sample
 from arbiter.inputs import parse_samples
-from arbiter.summary import failed_everywhere, rewards_table, summary_table
-from arbiter.version import __version__
-from graders.registry import GraderRegistry, default_registry
-from graders.types import Sample
-from monitoring.drift_config import DriftConfig
-from rubrics.compose import normalize_rewards
-from rubrics.errors import RubricError
-from rubrics.json_schema import rubric_json_schema
-from rubrics.loader import load_rubric, parse_rubric
-from rubrics.models_file import (
+from arbiter.monitoring.drift_config import DriftConfig
+from arbiter.rubrics.compose import normalize_rewards
+from arbiter.rubrics.errors import RubricError
+from arbiter.rubrics.json_schema import rubric_json_schema
+from arbiter.rubrics.loader import load_rubric, parse_rubric
+from arbiter.rubrics.models_file import (
     DeclaredModels,
     ModelsFile,
     ModelsFileError,
@@ -49,14 +47,16 @@ from rubrics.models_file import (
     prepare_registry,
     registry_setup,
 )
-from rubrics.reward import Reward
-from rubrics.rubric import Rubric
-from rubrics.score import prompt_key, score_samples
+from arbiter.rubrics.reward import Reward
+from arbiter.rubrics.rubric import Rubric
+from arbiter.rubrics.score import prompt_key, score_samples
+from arbiter.summary import failed_everywhere, rewards_table, summary_table
+from arbiter.version import __version__
 
 if TYPE_CHECKING:
     # Imported where used: SQLAlchemy and Alembic take most of a second to import,
     # and only the commands that open the store need them.
-    from store.db import Store
+    from arbiter.store.db import Store
 
 __all__ = ["app", "main"]
 
@@ -457,8 +457,8 @@ async def _score_in_chunks(
     registry = registry or default_registry()
     executor = None
     if ray_address:
-        from graders.executor import remote_registry
-        from graders.ray_executor import RayExecutor
+        from arbiter.graders.executor import remote_registry
+        from arbiter.graders.ray_executor import RayExecutor
 
         executor = RayExecutor(ray_address, registry_setup=setup)
         remote_registry(executor, registry=registry)
@@ -495,7 +495,12 @@ def sandbox_check(
     ] = None,
 ) -> None:
     """Start a real zygote and print which confinement layers are active here."""
-    from graders.sandbox.layers import LAYERS, MissingLayersError, check_layers, require_layers
+    from arbiter.graders.sandbox.layers import (
+        LAYERS,
+        MissingLayersError,
+        check_layers,
+        require_layers,
+    )
 
     layers = check_layers()
     table = Table(title="sandbox layers on this host", title_justify="left")
@@ -538,8 +543,8 @@ def serve(
     """Serve the HTTP API (settings from ARBITER_* environment variables)."""
     import uvicorn
 
-    from api.logs import configure_logging
-    from api.settings import Settings
+    from arbiter.api.logs import configure_logging
+    from arbiter.api.settings import Settings
 
     # The app is built by uvicorn (in each worker) from the environment.
     if ray_address:
@@ -552,7 +557,7 @@ def serve(
     _models_file(settings.models)
     configure_logging(settings.log_level, settings.log_json)
     uvicorn.run(
-        "api.app:create_app",
+        "arbiter.api.app:create_app",
         factory=True,
         host=host or settings.host,
         port=port or settings.port,
@@ -567,8 +572,8 @@ def serve(
 
 
 def _store() -> Store:
-    from api.settings import Settings
-    from store.db import Store
+    from arbiter.api.settings import Settings
+    from arbiter.store.db import Store
 
     store = Store(Settings().database_url)
     store.migrate()
@@ -581,7 +586,7 @@ def keys_create(
     name: Annotated[str, typer.Option(help="Who or what holds the key.")],
 ) -> None:
     """Create an API key and print it (the only time it is shown)."""
-    from store.db import ROLES
+    from arbiter.store.db import ROLES
 
     if role not in ROLES:
         raise typer.BadParameter(f"expected one of {', '.join(ROLES)}", param_hint="--role")
@@ -603,7 +608,7 @@ def keys_list() -> None:
 @keys_app.command("revoke")
 def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id.")]) -> None:
     """Revoke an API key by id (never the last live admin key)."""
-    from store.db import LastAdminKeyError
+    from arbiter.store.db import LastAdminKeyError
 
     try:
         revoked = _store().revoke_key(key_id)
@@ -851,10 +856,10 @@ def rewards_export(
     until: Annotated[float | None, typer.Option(help="Logged before (Unix seconds).")] = None,
 ) -> None:
     """Export logged rewards as JSON Lines, oldest first (the log is only read)."""
-    from api.settings import Settings
+    from arbiter.api.settings import Settings
     from arbiter.reward_export import export_rewards
-    from store.db import Store
-    from store.reward_reads import RewardReader
+    from arbiter.store.db import Store
+    from arbiter.store.reward_reads import RewardReader
 
     store = Store(database_url or Settings().database_url)
     try:
@@ -916,15 +921,15 @@ def replay_command(
     """
     import json
 
-    from api.settings import Settings
+    from arbiter.api.settings import Settings
     from arbiter.html_report import replay_html
     from arbiter.replay import agreement_change, replay, summarize_replay
-    from store.review import ReviewQueue
+    from arbiter.store.review import ReviewQueue
 
     models = _models_file(models_path)
     registry, _ = _registry(models, plugins)
     rubric = _load(rubric_path, registry)
-    from store.db import Store
+    from arbiter.store.db import Store
 
     store = Store(database_url or Settings().database_url)
     try:
@@ -1020,7 +1025,7 @@ def models_check(
     (unreachable, unauthorized, model_missing, wrong_output_shape,
     wrong_labels, no_verdict, ...).
     """
-    from reward_models.probe import probe_judge, probe_reward_model
+    from arbiter.reward_models.probe import probe_judge, probe_reward_model
 
     models = _models_file(path)
     assert models is not None
@@ -1078,7 +1083,7 @@ def models_check(
 @models_app.command("show")
 def models_show(path: Annotated[Path, typer.Argument(help="A models file.")]) -> None:
     """Print the resolved declarations (every default filled in; no secret, URLs redacted)."""
-    from reward_models.declarations import shown
+    from arbiter.reward_models.declarations import shown
 
     models = _models_file(path)
     assert models is not None
@@ -1097,7 +1102,7 @@ def models_schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of models files (for yaml-language-server and editors)."""
-    from rubrics.models_file import models_json_schema
+    from arbiter.rubrics.models_file import models_json_schema
 
     _write_schema(models_json_schema(), output)
 

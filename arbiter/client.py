@@ -35,7 +35,7 @@ from typing import Any
 
 import httpx
 
-from graders.types import Sample
+from arbiter.graders.types import Sample
 
 __all__ = ["ArbiterClient", "ArbiterError", "AsyncArbiterClient", "RetryPolicy", "RewardBatch"]
 

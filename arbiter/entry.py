@@ -2,12 +2,15 @@
 
 The CLI (typer, rich, the graders' contracts, pydantic) takes most of a second
 to import; a version check, which scripts and package managers run often, needs
-none of it.
+none of it. On a client-only install (``pip install arbiter-rewards``) the CLI's
+packages are absent: the command then names the extra to install.
 """
 
 from __future__ import annotations
 
 import sys
+
+from arbiter.extras import missing_extra
 
 
 def main() -> None:
@@ -17,6 +20,14 @@ def main() -> None:
 
         print(f"arbiter {__version__}")
         return
-    from arbiter.cli import main as cli
+    try:
+        from arbiter.cli import main as cli
 
-    cli()
+        cli()
+    except ModuleNotFoundError as e:
+        hint = missing_extra(e)
+        if hint is None:
+            raise
+        command = " ".join(["arbiter", *sys.argv[1:2]])
+        print(f"{command}: {hint}", file=sys.stderr)
+        sys.exit(2)

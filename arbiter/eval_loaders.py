@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from graders.types import Sample
+from arbiter.graders.types import Sample
 
 __all__ = ["FORMATS", "load_items"]
 

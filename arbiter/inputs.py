@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import orjson
 from pydantic import ValidationError
 
-from graders.types import Sample
+from arbiter.graders.types import Sample
 
 __all__ = ["InputIssue", "parse_samples"]
 

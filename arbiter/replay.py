@@ -22,11 +22,11 @@ from typing import Any
 import orjson
 from scipy.stats import spearmanr  # type: ignore[import-untyped]
 
-from graders.registry import GraderRegistry
-from graders.types import Sample
-from monitoring.agreement import MIN_LABELS, agreement_report, labelled_pair, pass_threshold
-from rubrics.rubric import Rubric
-from rubrics.score import score_samples
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.types import Sample
+from arbiter.monitoring.agreement import MIN_LABELS, agreement_report, labelled_pair, pass_threshold
+from arbiter.rubrics.rubric import Rubric
+from arbiter.rubrics.score import score_samples
 
 __all__ = ["agreement_change", "explain_move", "replay", "summarize_replay"]
 
@@ -168,7 +168,7 @@ def agreement_change(
 
     Args:
         pairs: what :func:`replay` returned (each with its ``reward_id``).
-        labels: review labels (``store.review.ReviewQueue.labels``); only those of a
+        labels: review labels (``arbiter.store.review.ReviewQueue.labels``); only those of a
             replayed reward count.
         old_range: the logged rubric's clip range, by its sha256 (``None``: [0, 1]).
         new_range: the new rubric's clip range (``None``: [0, 1]).

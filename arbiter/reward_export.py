@@ -13,7 +13,7 @@ import json
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from store.reward_reads import LoggedRow, RewardReader
+from arbiter.store.reward_reads import LoggedRow, RewardReader
 
 __all__ = ["export_rewards", "exported_line"]
 
@@ -42,7 +42,7 @@ def export_rewards(reader: RewardReader, sink: IO[bytes], **filters: Any) -> int
         reader: The store's reward reader.
         sink: Where the lines go (binary).
         **filters: ``client``, ``sample_id``, ``rubric``, ``since``, ``until`` (Unix seconds),
-            as :meth:`store.reward_reads.RewardReader.find` takes them.
+            as :meth:`arbiter.store.reward_reads.RewardReader.find` takes them.
     """
     client = filters.pop("client", None)
     count = 0

@@ -9,7 +9,7 @@ from typing import Any
 
 from rich.table import Table
 
-from rubrics.reward import Reward
+from arbiter.rubrics.reward import Reward
 
 __all__ = ["failed_everywhere", "rewards_table", "summary_table"]
 

@@ -97,9 +97,9 @@ def client_main(url: str, key: str, n: int, out: str) -> None:
 
 def in_process(n: int) -> float:
     """Return samples/s of score_samples on the same batches, in this process."""
-    from graders.types import Sample
-    from rubrics.loader import load_rubric
-    from rubrics.score import score_samples
+    from arbiter.graders.types import Sample
+    from arbiter.rubrics.loader import load_rubric
+    from arbiter.rubrics.score import score_samples
 
     rubric = load_rubric(
         Path(__file__).resolve().parents[1] / "rubrics" / "library" / "efficiency.yaml"
@@ -133,7 +133,7 @@ def cpu_seconds(pid: int) -> float:
 
 def through_http(n: int, workdir: Path, workers: int) -> dict[str, Any]:
     """Run the load against a real server; return rate, latencies, errors, CPU and rows logged."""
-    from store.db import Store
+    from arbiter.store.db import Store
 
     db_url = f"sqlite:///{workdir / 'bench.db'}"
     store = Store(db_url)

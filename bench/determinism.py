@@ -29,12 +29,12 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
+from arbiter.graders.registry import default_registry
+from arbiter.graders.types import INFRASTRUCTURE_FAILURES, Sample, TaskSpec
 from arbiter.load import cpu_load
-from graders.registry import default_registry
-from graders.types import INFRASTRUCTURE_FAILURES, Sample, TaskSpec
-from rubrics.loader import load_rubric
-from rubrics.reward import Reward
-from rubrics.score import score_samples
+from arbiter.rubrics.loader import load_rubric
+from arbiter.rubrics.reward import Reward
+from arbiter.rubrics.score import score_samples
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats  # type: ignore[import-untyped]
 
-from monitoring.drift import DriftMonitor
-from monitoring.drift_alerts import REWARD_STREAM
-from monitoring.drift_config import DriftConfig
-from monitoring.drift_input import ComponentScores, RewardBatch
+from arbiter.monitoring.drift import DriftMonitor
+from arbiter.monitoring.drift_alerts import REWARD_STREAM
+from arbiter.monitoring.drift_config import DriftConfig
+from arbiter.monitoring.drift_input import ComponentScores, RewardBatch
 
 WINDOW = 100
 COMPONENTS = ("skewed", "judge", "bimodal", "tests")

@@ -4,13 +4,13 @@ A random-init sequence-classification model of Llama-3.1-8B's shape (hidden
 4096, 32 layers, 32 heads, 8 KV heads, intermediate 14336, vocab 128256) is
 built directly on the GPU in bfloat16 with SDPA attention — never materialised
 in CPU memory (32 GB in float32) — and wrapped in Arbiter's
-:class:`~reward_models.hf.HFRewardModel` (dedicated pad token, right padding,
+:class:`~arbiter.reward_models.hf.HFRewardModel` (dedicated pad token, right padding,
 raw logits; its load-time scoring contract is run and reported). The same
 requests of ``--length`` tokens (2048 by default; ``--min-length`` for mixed
 lengths) are scored:
 
 (a) one request at a time (``--single-requests`` of them, a prefix of the rest);
-(c) through Arbiter's :class:`~reward_models.batcher.DynamicBatcher` with a
+(c) through Arbiter's :class:`~arbiter.reward_models.batcher.DynamicBatcher` with a
     ``--budget`` of padded tokens per batch.
 
 Each prints real tokens/s and MFU — model FLOPs, 2 x parameters x tokens for a
@@ -41,6 +41,9 @@ import torch
 import typer
 from transformers import AutoModelForSequenceClassification, LlamaConfig
 
+from arbiter.reward_models.batcher import BatcherConfig
+from arbiter.reward_models.errors import ScoringContractError
+from arbiter.reward_models.hf import HFRewardModel, HFRewardModelSpec, tolerance_for
 from bench.judge import (
     Measured,
     build_tokenizer,
@@ -49,9 +52,6 @@ from bench.judge import (
     run_one_at_a_time,
     verdict,
 )
-from reward_models.batcher import BatcherConfig
-from reward_models.errors import ScoringContractError
-from reward_models.hf import HFRewardModel, HFRewardModelSpec, tolerance_for
 
 NO_GPU_MESSAGE = "no CUDA device: this benchmark needs a GPU"
 #: Exit code when no CUDA device is present (nothing was measured).

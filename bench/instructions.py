@@ -42,10 +42,10 @@ WORKLOADS = ("floor", "route")
 
 def floor(batches: int) -> None:
     """Score ``batches`` batches in-process, cycling over four of bench.api's, validated first."""
+    from arbiter.graders.types import Sample
+    from arbiter.rubrics.loader import load_rubric
+    from arbiter.rubrics.score import score_samples
     from bench.api import make_batches
-    from graders.types import Sample
-    from rubrics.loader import load_rubric
-    from rubrics.score import score_samples
 
     rubric = load_rubric(Path("rubrics/library/efficiency.yaml"))
     decoded = [json.loads(body)["samples"] for body in make_batches(4)]
@@ -69,9 +69,9 @@ def route(batches: int) -> None:
     os.environ.update(
         ARBITER_DATABASE_URL=db, ARBITER_LOG_LEVEL="WARNING", ARBITER_RUBRIC_RELOAD_INTERVAL_S="0"
     )
-    from api.app import create_app
+    from arbiter.api.app import create_app
+    from arbiter.store.db import Store
     from bench.api import make_batches
-    from store.db import Store
 
     logging.disable(logging.WARNING)
     store = Store(db)

@@ -8,7 +8,7 @@ padding without a mask) of three sizes — hidden 128 / 2 layers, 256 / 4 and
 (a) one request at a time;
 (b) the peers' way: fixed batches of 32 in arrival order, each padded to its
     longest row;
-(c) Arbiter's :class:`~reward_models.batcher.DynamicBatcher`: every request
+(c) Arbiter's :class:`~arbiter.reward_models.batcher.DynamicBatcher`: every request
     submitted concurrently, cut into length-sorted batches within a token
     budget, run on the batcher's worker thread.
 
@@ -51,9 +51,9 @@ import typer
 from tokenizers import Regex, Tokenizer, models, pre_tokenizers
 from transformers import AutoModelForSequenceClassification, LlamaConfig, PreTrainedTokenizerFast
 
-from reward_models.batcher import BatcherConfig, BatchStats, DynamicBatcher
-from reward_models.chat import EncodedInput
-from reward_models.hf import HFRewardModel, HFRewardModelSpec
+from arbiter.reward_models.batcher import BatcherConfig, BatchStats, DynamicBatcher
+from arbiter.reward_models.chat import EncodedInput
+from arbiter.reward_models.hf import HFRewardModel, HFRewardModelSpec
 
 SPECIALS = ["<unk>", "<s>", "</s>", "<|user|>", "<|assistant|>", "<|end|>"]
 CHARS = [chr(i) for i in range(32, 127)]

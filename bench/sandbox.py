@@ -35,11 +35,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from graders.program import clear_cache as clear_program_cache
-from graders.runner import GraderJob, run_jobs
-from graders.sandbox import Limits, PoolConfig, SandboxPool
-from graders.types import Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader, clear_plan_cache
+from arbiter.graders.program import clear_cache as clear_program_cache
+from arbiter.graders.runner import GraderJob, run_jobs
+from arbiter.graders.sandbox import Limits, PoolConfig, SandboxPool
+from arbiter.graders.types import Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader, clear_plan_cache
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanevalpack_python.jsonl"
 

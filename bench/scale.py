@@ -9,7 +9,7 @@ baseline and ours, measured in the same run, and the ratio last.
    (those that end in a timeout), plus the timeout. Target ratio <= 1.3.
    ``--before`` also runs the old schedule (wall-clock limits, no long lane).
 2. **Ray executor against the local pool** on the same cores: the same
-   rollouts graded by :class:`graders.sandbox.ray_executor.RayExecutor` on a
+   rollouts graded by :class:`arbiter.graders.sandbox.ray_executor.RayExecutor` on a
    one-node cluster and by the local pool; ratio (local wall / Ray wall)
    >= 0.8, with the per-item overhead.
 3. **Many small simulated workers.** 10,000 concurrent tasks of mixed
@@ -41,12 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from arbiter.eval_loaders import load_humanevalpack
-from graders.registry import default_registry
-from graders.sandbox import PoolConfig, SandboxPool
-from graders.types import Sample
-from graders.unit_tests import UnitTestsGrader
-from rubrics.loader import parse_rubric
-from rubrics.score import score_samples
+from arbiter.graders.registry import default_registry
+from arbiter.graders.sandbox import PoolConfig, SandboxPool
+from arbiter.graders.types import Sample
+from arbiter.graders.unit_tests import UnitTestsGrader
+from arbiter.rubrics.loader import parse_rubric
+from arbiter.rubrics.score import score_samples
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanevalpack_python.jsonl"
 ROLLOUTS = 1024

@@ -23,14 +23,14 @@ os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
 import ray
 from ray.cluster_utils import Cluster
 
+from arbiter.graders.executor import RemoteGrader
+from arbiter.graders.ray_executor import RayExecutor, StreamingActor
+from arbiter.graders.runner import GraderJob, run_jobs
+from arbiter.graders.sandbox import PoolConfig, SandboxPool
+from arbiter.graders.types import GradeResult, Sample
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from bench.api import cpu_seconds
 from bench.scale import DATA
-from graders.executor import RemoteGrader
-from graders.ray_executor import RayExecutor, StreamingActor
-from graders.runner import GraderJob, run_jobs
-from graders.sandbox import PoolConfig, SandboxPool
-from graders.types import GradeResult, Sample
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 
 
 def _cluster(num_cpus: int, nodes: int = 1) -> Cluster:

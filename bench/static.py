@@ -4,8 +4,8 @@ Files: the 164 HumanEvalPack canonical solutions (prompt + canonical solution)
 and bandit's example files, from ``../shared/data``. For each file the baseline
 is what a grader shelling out would pay: ``bandit -f json``, ``radon cc -j`` and
 ``radon mi -j``, one after the other, from the same virtual environment as this
-interpreter. Ours is :func:`graders.bandit.analyze_bandit` plus
-:func:`graders.radon.measure_radon` on the code string, uncached (the
+interpreter. Ours is :func:`arbiter.graders.bandit.analyze_bandit` plus
+:func:`arbiter.graders.radon.measure_radon` on the code string, uncached (the
 graders' cache would make every repeat free, which is not what is measured).
 
 Both sides run in one process, one file at a time, so the per-file times are
@@ -33,8 +33,8 @@ from typing import Annotated, Any
 
 import typer
 
-from graders.bandit import BanditSelection, analyze_bandit
-from graders.radon import RadonOptions, measure_radon
+from arbiter.graders.bandit import BanditSelection, analyze_bandit
+from arbiter.graders.radon import RadonOptions, measure_radon
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BIN = Path(sys.executable).parent

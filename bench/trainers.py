@@ -103,7 +103,7 @@ def main() -> None:
     parser.add_argument("--rubric", default="efficiency-only")
     args = parser.parse_args()
 
-    from store.db import Store
+    from arbiter.store.db import Store
 
     with tempfile.TemporaryDirectory() as tmp:
         db_url = f"sqlite:///{Path(tmp) / 'bench.db'}"

@@ -22,9 +22,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eval_sets import eval_set_path
-from graders.types import Sample, TaskSpec, ViolationType
-from graders.violations import ViolationsConfig, find_violations
+from arbiter.eval_sets import eval_set_path
+from arbiter.graders.types import Sample, TaskSpec, ViolationType
+from arbiter.graders.violations import ViolationsConfig, find_violations
 
 __all__ = [
     "HackAudit",

@@ -35,7 +35,7 @@ def _warm_worker(server_pid: int, warm_ups: tuple[WarmUp, ...]) -> None:
     even by SIGKILL) and leaves with it. The forkserver then sees EOF and
     exits, and PDEATHSIG covers a forkserver that dies first.
     """
-    from graders.sandbox._linux import set_pdeathsig
+    from arbiter.graders.sandbox._linux import set_pdeathsig
 
     set_pdeathsig(signal.SIGKILL)
     try:

@@ -22,8 +22,8 @@ policy rewarded for quiet bandit output would learn to append ``# nosec``. Every
 ``suppression_comment`` violation when ``nosec_violation`` is set); findings on
 such lines are marked ``under_nosec``.
 
-The cache lives in :mod:`graders.static_analysis`; the process pool shared
-with the radon grader in :mod:`graders.analysis_pool`.
+The cache lives in :mod:`arbiter.graders.static_analysis`; the process pool shared
+with the radon grader in :mod:`arbiter.graders.analysis_pool`.
 
 One module, one concept: the bandit grader — running bandit in-process, the ``# nosec``
 policy, the score and the config change together, and nothing else uses them.
@@ -43,11 +43,11 @@ from typing import Annotated, Any, ClassVar, Literal, cast
 
 from pydantic import Field, field_validator
 
-from graders.analysis_pool import shared_pool
-from graders.base import Grader, GraderConfig
-from graders.program import prompt_text
-from graders.static_analysis import StaticAnalyzer, analyse_response
-from graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
+from arbiter.graders.analysis_pool import shared_pool
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.program import prompt_text
+from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
+from arbiter.graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
 
 # bandit loads every report formatter it has an entry point for when it is first
 # imported, and stevedore logs an error for one whose optional dependency is

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from graders.types import FailureKind, GradeResult, Sample, Violation
+from arbiter.graders.types import FailureKind, GradeResult, Sample, Violation
 
 __all__ = ["Grader", "GraderConfig"]
 

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from graders.sandbox.syntax import parse_module
+from arbiter.graders.sandbox.syntax import parse_module
 
 __all__ = ["Block", "ExtractedCode", "blocks", "extract_code"]
 

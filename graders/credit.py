@@ -4,7 +4,7 @@ A context variable, so that the grader runner (which owns a grading job's
 timeout) and the sandbox (which credits runs) meet without importing each
 other: the runner sets a listener around each job, and every run started in
 that context calls it with each increment of credited wait (see
-:mod:`graders.sandbox.clock`).
+:mod:`arbiter.graders.sandbox.clock`).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 from pydantic import Field, model_validator
 
-from graders.base import Grader, GraderConfig
-from graders.types import FailureKind, GradeResult, Sample
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.types import FailureKind, GradeResult, Sample
 
 __all__ = [
     "METRICS",

@@ -5,7 +5,7 @@ graders (the sandbox, the static analyzers) onto a cluster, the registry holds
 a :class:`RemoteGrader` in their place: it has the local grader's name,
 version and config model (so rubrics validate exactly as before) and sends
 each job to a :class:`GradingExecutor`, which returns the same
-:class:`~graders.types.GradeResult` the local grader would have.
+:class:`~arbiter.graders.types.GradeResult` the local grader would have.
 
 Each job is tagged with the *tenant* it is graded for (an API key and a
 rubric, set with :func:`tenant` around a batch): an executor shares its
@@ -20,9 +20,9 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from typing import Any, ClassVar
 
-from graders.base import Grader, GraderConfig
-from graders.registry import GraderRegistry, default_registry
-from graders.types import GradeResult, Sample
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.registry import GraderRegistry, default_registry
+from arbiter.graders.types import GradeResult, Sample
 
 __all__ = [
     "REMOTE_GRADERS",

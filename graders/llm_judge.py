@@ -5,7 +5,7 @@ the judge reads) and a value in [0, 1] (what the level is worth). The judge is
 asked once per criterion (and vote) with a prompt from
 ``reward_models/templates/<template>.txt``; its verdict is the last
 ``[RESULT] k`` of its answer, weighted by its logprobs when the backend returns
-them (see :mod:`reward_models.judge`). The score is the criteria's
+them (see :mod:`arbiter.reward_models.judge`). The score is the criteria's
 weighted mean of values.
 
 In ``pairwise`` mode the judge instead compares the response with a baseline
@@ -23,7 +23,7 @@ component: a partial set of criteria is not the rubric's score.
 
 The grader is given its judges by name: ready clients
 (``judges={"default": JudgeClient(...)}``, registered with
-``registry.add_instance``) or a :class:`~reward_models.model_set.ModelSet` of
+``registry.add_instance``) or a :class:`~arbiter.reward_models.model_set.ModelSet` of
 declared ones (a models file). A declared judge's sampling applies where the
 rubric leaves a setting unset, and its ``max_tokens`` caps the rubric's. The
 tokens the judge read and wrote are in ``details.tokens``, logged with the
@@ -40,9 +40,9 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import Field, model_validator
 
-from graders.base import Grader, GraderConfig
-from graders.types import FailureKind, GradeResult, Sample
-from reward_models.errors import (
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.types import FailureKind, GradeResult, Sample
+from arbiter.reward_models.errors import (
     ConfigurationError,
     JudgeError,
     JudgeParseError,
@@ -50,7 +50,7 @@ from reward_models.errors import (
     JudgeUnavailableError,
     ModelUnavailableError,
 )
-from reward_models.judge import (
+from arbiter.reward_models.judge import (
     Criterion,
     JudgeClient,
     JudgeResult,
@@ -61,7 +61,7 @@ from reward_models.judge import (
     render_pairwise_prompt,
     render_prompt,
 )
-from reward_models.model_set import ModelSet
+from arbiter.reward_models.model_set import ModelSet
 
 __all__ = ["CriterionConfig", "LLMJudgeConfig", "LLMJudgeGrader", "LevelConfig"]
 

@@ -59,8 +59,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, model_validator
 
-from graders.base import Grader, GraderConfig
-from graders.types import FailureKind, GradeResult, Message, Sample
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.types import FailureKind, GradeResult, Message, Sample
 
 __all__ = [
     "ProcessConfig",

@@ -11,7 +11,7 @@ Graders that read only the response then find no code. The rules, in order
    completion continues that block: the program is the block's text so far
    followed by the completion up to its first closing fence (what follows the
    fence is prose). ``assembled = "prompt_fence"``.
-2. **The completion's own code.** :func:`graders.code.extract_code` finds code
+2. **The completion's own code.** :func:`arbiter.graders.code.extract_code` finds code
    that compiles and, when the task names an entry point, defines it at the
    top level. ``assembled = "response"``.
 3. **A body that continues the prompt.** The prompt's code (the prompt's text
@@ -37,9 +37,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Literal
 
-from graders.code import ExtractedCode, blocks, extract_code
-from graders.sandbox.syntax import parse_module
-from graders.types import Sample
+from arbiter.graders.code import ExtractedCode, blocks, extract_code
+from arbiter.graders.sandbox.syntax import parse_module
+from arbiter.graders.types import Sample
 
 __all__ = [
     "Program",

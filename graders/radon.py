@@ -41,12 +41,12 @@ from radon.metrics import h_visit_ast, mi_compute, mi_rank  # type: ignore[impor
 from radon.raw import analyze as raw_analyze  # type: ignore[import-untyped]
 from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-untyped]
 
-from graders.analysis_pool import shared_pool
-from graders.base import Grader, GraderConfig
-from graders.program import prompt_text
-from graders.sandbox.syntax import parse_module
-from graders.static_analysis import StaticAnalyzer, analyse_response
-from graders.types import GradeResult, Sample
+from arbiter.graders.analysis_pool import shared_pool
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.program import prompt_text
+from arbiter.graders.sandbox.syntax import parse_module
+from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
+from arbiter.graders.types import GradeResult, Sample
 
 __all__ = [
     "Block",

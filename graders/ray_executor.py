@@ -2,7 +2,7 @@
 
 Each :class:`GraderActor` holds the built-in graders and a sandbox pool sized
 by the CPUs Ray gave it (its fast lane; the long lane beside it as in
-:class:`~graders.sandbox.pool.SandboxPool`). The driver side,
+:class:`~arbiter.graders.sandbox.pool.SandboxPool`). The driver side,
 :class:`RayExecutor`, keeps the queue: jobs wait in one queue per tenant and
 are dispatched round-robin across tenants to the least-loaded live actor, at
 most ``concurrency`` jobs per actor, so one API key or rubric cannot take the
@@ -41,12 +41,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from graders.base import GraderConfig
-from graders.executor import GradingExecutor, current_tenant
-from graders.types import FailureKind, GradeResult, Sample
+import arbiter
+from arbiter.graders.base import GraderConfig
+from arbiter.graders.executor import GradingExecutor, current_tenant
+from arbiter.graders.types import FailureKind, GradeResult, Sample
 
 if TYPE_CHECKING:
-    from graders.registry import GraderRegistry
+    from arbiter.graders.registry import GraderRegistry
 
 __all__ = ["GraderActor", "RayExecutor", "StreamingActor"]
 
@@ -58,7 +59,8 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import ray  # noqa: E402 - after the usage-stats switch, which Ray reads on import
 from ray.exceptions import ActorUnschedulableError, NodeDiedError, RayActorError  # noqa: E402
 
-_PROJECT_ROOT = str(Path(__file__).resolve().parents[1])
+#: The folder that holds the ``arbiter`` package (a checkout, or site-packages).
+_PROJECT_ROOT = str(Path(arbiter.__file__).resolve().parents[1])
 #: Errors that mean "the actor (or its node) is gone", never "the grader said so".
 _LOST = (RayActorError, NodeDiedError, ActorUnschedulableError)
 
@@ -148,9 +150,9 @@ class GraderActor(StreamingActor):
         long_slots: int | None,
         registry_setup: Callable[[GraderRegistry], object] | None = None,
     ) -> None:
-        from graders.registry import default_registry
-        from graders.sandbox import PoolConfig, SandboxPool
-        from graders.unit_tests import UnitTestsGrader
+        from arbiter.graders.registry import default_registry
+        from arbiter.graders.sandbox import PoolConfig, SandboxPool
+        from arbiter.graders.unit_tests import UnitTestsGrader
 
         self.registry = default_registry()
         pool = SandboxPool(PoolConfig(slots=slots, long_slots=long_slots))
@@ -225,7 +227,7 @@ class RayExecutor(GradingExecutor):
             same queue.
         actor_args: its constructor's arguments (default: the sandbox's sizes).
         registry_setup: applied to each :class:`GraderActor`'s registry after the
-            built-ins (declared models, plugins: ``rubrics.models_file.registry_setup``);
+            built-ins (declared models, plugins: ``arbiter.rubrics.models_file.registry_setup``);
             it travels to the actors pickled, so it must be picklable.
     """
 
@@ -256,7 +258,7 @@ class RayExecutor(GradingExecutor):
         self.max_queue = max_queue
         self.max_attempts = max_attempts
         self.start_timeout_s = start_timeout_s
-        from graders.sandbox.pool import LONG_LANE_PER_SLOT
+        from arbiter.graders.sandbox.pool import LONG_LANE_PER_SLOT
 
         lane = LONG_LANE_PER_SLOT * cpus_per_actor if long_slots is None else long_slots
         self.concurrency = concurrency or (cpus_per_actor + lane)

@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from graders.base import Grader
+from arbiter.graders.base import Grader
 
 __all__ = ["GraderRegistry", "UnknownGraderError", "default_registry"]
 
@@ -89,14 +89,14 @@ class GraderRegistry:
 
 def default_registry() -> GraderRegistry:
     """Return a fresh registry holding every grader that ships with Arbiter."""
-    from graders.bandit import BanditGrader
-    from graders.efficiency import EfficiencyGrader
-    from graders.llm_judge import LLMJudgeGrader
-    from graders.process import ProcessGrader
-    from graders.radon import RadonGrader
-    from graders.reward_model import RewardModelGrader
-    from graders.unit_tests import UnitTestsGrader
-    from graders.violations import ViolationsGrader
+    from arbiter.graders.bandit import BanditGrader
+    from arbiter.graders.efficiency import EfficiencyGrader
+    from arbiter.graders.llm_judge import LLMJudgeGrader
+    from arbiter.graders.process import ProcessGrader
+    from arbiter.graders.radon import RadonGrader
+    from arbiter.graders.reward_model import RewardModelGrader
+    from arbiter.graders.unit_tests import UnitTestsGrader
+    from arbiter.graders.violations import ViolationsGrader
 
     registry = GraderRegistry()
     for grader in (

@@ -7,7 +7,7 @@ the normalized one) are kept in ``details`` so nothing is lost:
 1. **Objectives.** A multi-objective head gives one value per objective; the
    grader uses ``objective`` (one of them) or the ``objective_weights``-weighted
    sum (default: the first objective).
-2. **Normalization** (:mod:`reward_models.normalize`): ``none``; ``affine``
+2. **Normalization** (:mod:`arbiter.reward_models.normalize`): ``none``; ``affine``
    with a fixed ``mean``/``std`` (a config without both is refused at load);
    ``running`` z-score; or ``group`` z-score within the sample's ``group_id``
    (Bradley-Terry scores only compare answers to the same prompt). ``group``
@@ -22,7 +22,7 @@ the normalized one) are kept in ``details`` so nothing is lost:
 
 The grader is given its models by name: ready clients
 (``models={"default": client}``, registered with ``registry.add_instance``),
-or a :class:`~reward_models.model_set.ModelSet` of declared ones (a models
+or a :class:`~arbiter.reward_models.model_set.ModelSet` of declared ones (a models
 file), built on :meth:`RewardModelGrader.warm`. A rubric naming a model the
 service does not serve, or one that could not be loaded, gets a
 ``judge_error`` failure, not a number.
@@ -37,12 +37,12 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from graders.base import Grader, GraderConfig
-from graders.types import FailureKind, GradeResult, Sample
-from reward_models.client import RewardModelClient, RewardOutput
-from reward_models.errors import RewardModelError
-from reward_models.model_set import ModelSet
-from reward_models.normalize import AffineNormalizer, GroupZScorer, RunningZNormalizer
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.types import FailureKind, GradeResult, Sample
+from arbiter.reward_models.client import RewardModelClient, RewardOutput
+from arbiter.reward_models.errors import RewardModelError
+from arbiter.reward_models.model_set import ModelSet
+from arbiter.reward_models.normalize import AffineNormalizer, GroupZScorer, RunningZNormalizer
 
 __all__ = ["RewardModelConfig", "RewardModelGrader", "combine_objectives", "squash", "to_messages"]
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from graders.base import Grader, GraderConfig
-from graders.credit import credit_listener
-from graders.types import FailureKind, GradeResult, Sample
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.credit import credit_listener
+from arbiter.graders.types import FailureKind, GradeResult, Sample
 
 __all__ = ["GraderJob", "run_inline", "run_job", "run_jobs"]
 
@@ -99,7 +99,7 @@ class _JobClock:
     """A job's timeout, moved later by the wait for a CPU credited to its sandbox runs.
 
     The sandbox credits a run that the host kept off the CPU (see
-    :mod:`graders.sandbox.clock`); the job that waits for the run moves by as
+    :mod:`arbiter.graders.sandbox.clock`); the job that waits for the run moves by as
     much, never past the request's own deadline.
     """
 

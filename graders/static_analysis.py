@@ -3,7 +3,7 @@
 Results are cached in a bounded LRU keyed by the code's sha256 and the options
 that change the analysis; identical code in flight is analysed once. Analyses
 run on the event loop's thread, or in chunks on a process pool when enough are
-queued (or the code is long) for the pool (:mod:`graders.analysis_pool`) to
+queued (or the code is long) for the pool (:mod:`arbiter.graders.analysis_pool`) to
 pay for its round trips.
 """
 
@@ -20,13 +20,13 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from cachetools import LRUCache
 
-from graders.analysis_pool import WarmUp, WorkerPool
-from graders.code import ExtractedCode
-from graders.program import assemble_program
-from graders.types import FailureKind, GradeResult
+from arbiter.graders.analysis_pool import WarmUp, WorkerPool
+from arbiter.graders.code import ExtractedCode
+from arbiter.graders.program import assemble_program
+from arbiter.graders.types import FailureKind, GradeResult
 
 if TYPE_CHECKING:
-    from graders.base import Grader
+    from arbiter.graders.base import Grader
 
 __all__ = [
     "Analysis",
@@ -277,7 +277,7 @@ async def analyse_response(
 
     The failures are the same for every static grader: no code, code that
     does not parse, code the analyser cannot handle, a dead pool worker. The
-    prompt counts when the completion continues it (:mod:`graders.program`).
+    prompt counts when the completion continues it (:mod:`arbiter.graders.program`).
     """
     extracted = assemble_program(prompt, response, which=which)
     if extracted is None:

@@ -5,14 +5,14 @@ Three task kinds, each with a verdict the candidate cannot write itself:
 * ``python_function``: the tests (a HumanEval ``check(candidate)`` or an MBPP
   assert list) run here, in the trusted process, one assert per unit, calling
   the candidate's functions through proxies into the confined child
-  (:mod:`graders.sandbox.checks`);
+  (:mod:`arbiter.graders.sandbox.checks`);
 * ``stdin_stdout``: each case runs the program in a fresh confined child and
   this side compares the output (exact, whitespace-insensitive, or with a float
   tolerance);
 * ``pytest``: the candidate's module loads in a confined child, and the test
   files run in a separate trusted pytest process against a stand-in module
   whose globals are decoded data or handles into the child
-  (:mod:`graders.sandbox.suite_host`); outcomes are tallied against the test
+  (:mod:`arbiter.graders.sandbox.suite_host`); outcomes are tallied against the test
   ids collected here with ``ast``.
 
 In every kind the sandbox side also reports values built to deceive a
@@ -28,7 +28,8 @@ before the tests, an output flood, a garbled channel) becomes violations.
 One module for the three kinds: they share the configuration, the limits, the
 failure typing and the mapping of what the sandbox saw to violations, and a
 rubric author reads one grader's contract in one place. The machinery each kind
-drives lives apart (:mod:`graders.sandbox.checks`, :mod:`graders.sandbox.suite_host`).
+drives lives apart (:mod:`arbiter.graders.sandbox.checks`,
+:mod:`arbiter.graders.sandbox.suite_host`).
 """
 
 from __future__ import annotations
@@ -51,9 +52,9 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from graders.base import Grader, GraderConfig
-from graders.program import compiles, program_of, prompt_code, prompt_text
-from graders.sandbox import (
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.program import compiles, program_of, prompt_code, prompt_text
+from arbiter.graders.sandbox import (
     LAYERS,
     Channel,
     ChannelBroken,
@@ -69,10 +70,15 @@ from graders.sandbox import (
     require_layers,
     run_plan,
 )
-from graders.sandbox.pool import DEFAULT_LONG_AFTER_S, DEFAULT_WALL_FACTOR, REPORT_GRACE_S
-from graders.sandbox.suite_host import SuiteHost
-from graders.sandbox.suites import declared_names, expected_test_ids, tally, tampering_signals
-from graders.types import (
+from arbiter.graders.sandbox.pool import DEFAULT_LONG_AFTER_S, DEFAULT_WALL_FACTOR, REPORT_GRACE_S
+from arbiter.graders.sandbox.suite_host import SuiteHost
+from arbiter.graders.sandbox.suites import (
+    declared_names,
+    expected_test_ids,
+    tally,
+    tampering_signals,
+)
+from arbiter.graders.types import (
     FailureKind,
     GradeResult,
     IOCase,

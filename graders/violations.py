@@ -1,17 +1,17 @@
 """Violations: reward hacks found in the candidate's code by static detectors.
 
-The detectors of :mod:`graders.detectors` run over the code extracted from the
+The detectors of :mod:`arbiter.graders.detectors` run over the code extracted from the
 response (and the response's own fenced files), each violation typed and
 carrying its evidence: line, snippet and why.
 
 What the sandbox observes while the code runs (an exit before the verdict, a
 connect attempt, a forbidden system call) is not this grader's: the unit-test
 grader attaches it to its own result (``source="sandbox"``), and
-``rubrics.compose`` counts each distinct piece of evidence once across
+``arbiter.rubrics.compose`` counts each distinct piece of evidence once across
 components, so a rubric's penalties see both.
 
 Lines: a violation's ``line`` is a line of the extracted code (the fenced
-blocks joined, as :func:`graders.code.extract_code` returns them), except for
+blocks joined, as :func:`arbiter.graders.code.extract_code` returns them), except for
 the response's own fenced files (``conftest.py`` carried in a block), whose
 lines are lines of the response.
 
@@ -29,10 +29,17 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from graders.base import Grader, GraderConfig
-from graders.detectors import cases_from_task, detect_response, detect_static
-from graders.program import assemble_program, prompt_text
-from graders.types import FailureKind, GradeResult, Sample, TaskSpec, Violation, ViolationType
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.detectors import cases_from_task, detect_response, detect_static
+from arbiter.graders.program import assemble_program, prompt_text
+from arbiter.graders.types import (
+    FailureKind,
+    GradeResult,
+    Sample,
+    TaskSpec,
+    Violation,
+    ViolationType,
+)
 
 __all__ = [
     "DEFAULT_SEVERITY",
@@ -133,7 +140,7 @@ def find_violations(
     Returns the violations, details for the result, and the failure kind when
     the code could not be analysed (no code, or code that does not parse); the
     response-level findings are returned in that case too. The prompt counts when
-    the completion continues it (:mod:`graders.program`).
+    the completion continues it (:mod:`arbiter.graders.program`).
     """
     found = detect_response(response) if config.response_files else []
     extracted = assemble_program(prompt, response, which=config.which)

@@ -3,14 +3,14 @@
 Drift monitoring (pure and in memory: no I/O, no clock; import the modules, this
 package imports nothing so that ``import monitoring`` stays cheap):
 
-- :mod:`monitoring.drift`: ``DriftMonitor`` (rewards in, alerts opened and closed
+- :mod:`arbiter.monitoring.drift`: ``DriftMonitor`` (rewards in, alerts opened and closed
   out, open alerts as reward flags, a persistable ``DriftState``).
-- :mod:`monitoring.drift_input`: ``RewardBatch`` / ``ComponentScores`` columns, and
+- :mod:`arbiter.monitoring.drift_input`: ``RewardBatch`` / ``ComponentScores`` columns, and
   ``batch_from_rewards`` for reward objects.
-- :mod:`monitoring.drift_alerts`: ``Alert``, ``Detector``, ``StreamKey``,
+- :mod:`arbiter.monitoring.drift_alerts`: ``Alert``, ``Detector``, ``StreamKey``,
   ``ReferenceSummary``, ``DriftUpdate``.
-- :mod:`monitoring.drift_config`: ``DriftConfig``, the thresholds (a rubric's
+- :mod:`arbiter.monitoring.drift_config`: ``DriftConfig``, the thresholds (a rubric's
   ``drift`` section).
-- :mod:`monitoring.drift_statistics`: the statistics (CUSUM, Holm, BH, bootstrap
+- :mod:`arbiter.monitoring.drift_statistics`: the statistics (CUSUM, Holm, BH, bootstrap
   at the window size, two-proportion z, Fisher z).
 """

@@ -1,7 +1,7 @@
 """Drift monitoring of every reward component, in memory: windows in, alerts out.
 
 A stream is one (rubric, component, grader version), plus one rubric-level stream
-(:data:`~monitoring.drift_alerts.REWARD_STREAM`) for the composed reward with the
+(:data:`~arbiter.monitoring.drift_alerts.REWARD_STREAM`) for the composed reward with the
 rollout's tests, runtime and response length. Each stream is cut into windows of
 ``window`` scores; the first ``warmup_windows`` are ignored, the next
 ``reference_windows`` are frozen as the reference, and every later window is
@@ -13,7 +13,7 @@ is a pydantic model a service can persist and restore (:meth:`DriftMonitor.state
 
 One module, one concept: the drift monitor's state machine — streams, their windows,
 references and detectors share one persisted state and are tested as one; the statistics
-live in :mod:`monitoring.drift_statistics`, the config, inputs, alerts and incidents in
+live in :mod:`arbiter.monitoring.drift_statistics`, the config, inputs, alerts and incidents in
 their own modules.
 """
 
@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field
 
-from monitoring.drift_alerts import (
+from arbiter.monitoring.drift_alerts import (
     REWARD_STREAM,
     Alert,
     Detector,
@@ -36,9 +36,9 @@ from monitoring.drift_alerts import (
     ReferenceSummary,
     StreamKey,
 )
-from monitoring.drift_config import DriftConfig
-from monitoring.drift_input import RewardBatch, RewardLike, batch_from_rewards
-from monitoring.drift_statistics import (
+from arbiter.monitoring.drift_config import DriftConfig
+from arbiter.monitoring.drift_input import RewardBatch, RewardLike, batch_from_rewards
+from arbiter.monitoring.drift_statistics import (
     benjamini_hochberg,
     bootstrap_reference,
     effective_sd,
@@ -522,7 +522,7 @@ class DriftMonitor:
         response_lengths: Sequence[int | None] | None = None,
         at: float | None = None,
     ) -> DriftUpdate:
-        """Add reward objects (``rubrics.reward.Reward``) and return the alerts they changed."""
+        """Add reward objects (:class:`~arbiter.rubrics.reward.Reward`); return changed alerts."""
         return self.observe_many(batch_from_rewards(rewards, response_lengths), at)
 
     def observe_many(self, batches: Iterable[RewardBatch], at: float | None = None) -> DriftUpdate:

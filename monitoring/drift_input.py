@@ -1,7 +1,7 @@
 """What the drift monitor takes: a batch of rewards as columns, or reward objects read structurally.
 
 ``monitoring`` may not import ``rubrics``, so a reward is read through the
-:class:`RewardLike` protocol, which ``rubrics.reward.Reward`` satisfies as it is.
+:class:`RewardLike` protocol, which ``arbiter.rubrics.reward.Reward`` satisfies as it is.
 Columns rather than objects: a window is a few hundred scores, and a benchmark
 or a replay feeds millions, so the monitor works on arrays from the start.
 """
@@ -156,7 +156,7 @@ class ComponentLike(Protocol):
 
 
 class RewardLike(Protocol):
-    """A reward as ``rubrics.reward.Reward`` shapes it."""
+    """A reward as ``arbiter.rubrics.reward.Reward`` shapes it."""
 
     @property
     def reward(self) -> float | None: ...  # noqa: D102

@@ -1,7 +1,7 @@
 """The statistics behind the drift detectors: pure functions of arrays, no state.
 
 Each is small enough to test on a table and against scipy; the monitor in
-:mod:`monitoring.drift` only strings them together per window. scipy computes
+:mod:`arbiter.monitoring.drift` only strings them together per window. scipy computes
 what it offers (the KS test, Wasserstein distances); what is written here either
 scipy lacks (Holm, CUSUM) or scipy's call was measured too slow for the request
 path, and the docstring says by how much.
@@ -146,7 +146,7 @@ def load_scipy() -> Any:
     It is about half of what a replica imports before it can serve (0.55 s of
     1.2 s measured on a 2-core machine, several times that on a busy one), and
     only a full window needs it: the service imports it beside its graders'
-    warm-up instead (``api.service``), so no batch waits for it.
+    warm-up instead (``arbiter.api.service``), so no batch waits for it.
     """
     from scipy import stats  # type: ignore[import-untyped]
 

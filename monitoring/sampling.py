@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from graders.types import ViolationType
+from arbiter.graders.types import ViolationType
 
 __all__ = [
     "ReviewCandidate",

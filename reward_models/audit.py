@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from reward_models.client import RewardModelClient
+from arbiter.reward_models.client import RewardModelClient
 
 __all__ = [
     "AuditReport",
@@ -227,7 +227,7 @@ def main(
 
     With --humanevalpack, DATA is HumanEvalPack JSONL read as pairs.
     """
-    from reward_models.hf import HFRewardModel, HFRewardModelSpec
+    from arbiter.reward_models.hf import HFRewardModel, HFRewardModelSpec
 
     rows = humanevalpack_rows(data) if humanevalpack else read_rows(data)
     rows = rows[:limit] if limit else rows

@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from reward_models.errors import (
+from arbiter.reward_models.errors import (
     BatcherClosedError,
     BatcherError,
     ConfigurationError,

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from reward_models.errors import ConfigurationError, InputTooLongError
+from arbiter.reward_models.errors import ConfigurationError, InputTooLongError
 
 __all__ = ["ChatEncoder", "EncodedInput", "Tokenizer", "truncate_keeping_end"]
 

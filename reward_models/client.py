@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from reward_models.batcher import BatcherConfig, BatchStats, DynamicBatcher
-from reward_models.chat import EncodedInput
-from reward_models.errors import RewardModelError
-from reward_models.usage import ModelUsage
+from arbiter.reward_models.batcher import BatcherConfig, BatchStats, DynamicBatcher
+from arbiter.reward_models.chat import EncodedInput
+from arbiter.reward_models.errors import RewardModelError
+from arbiter.reward_models.usage import ModelUsage
 
 __all__ = ["RewardModelClient", "RewardOutput", "ScoringBackend"]
 

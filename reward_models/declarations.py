@@ -2,7 +2,7 @@
 
 The specs are the models file's contract (pydantic, unknown keys refused);
 :func:`build_reward_model` and :func:`build_judge` turn one into a client.
-Building is the only place a secret is read (:func:`~reward_models.secrets.read_secret`),
+Building is the only place a secret is read (:func:`~arbiter.reward_models.secrets.read_secret`),
 and no spec ever holds one: ``api_key_env`` names the variable.
 
 Meanings follow the peers' configurations where they have one: ``max_length``,
@@ -18,11 +18,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from reward_models.batcher import BatcherConfig
-from reward_models.client import RewardModelClient
-from reward_models.errors import ConfigurationError, ModelNotFoundError
-from reward_models.secrets import ENV_NAME_PATTERN, read_secret, redact_url
-from reward_models.usage import ModelUsage
+from arbiter.reward_models.batcher import BatcherConfig
+from arbiter.reward_models.client import RewardModelClient
+from arbiter.reward_models.errors import ConfigurationError, ModelNotFoundError
+from arbiter.reward_models.secrets import ENV_NAME_PATTERN, read_secret, redact_url
+from arbiter.reward_models.usage import ModelUsage
 
 __all__ = [
     "JudgeSpec",
@@ -121,7 +121,7 @@ class RewardModelSpec(_Spec):
 
     def hf_spec(self) -> Any:
         """Return the transformers model's own spec."""
-        from reward_models.hf import HFRewardModelSpec
+        from arbiter.reward_models.hf import HFRewardModelSpec
 
         return HFRewardModelSpec(
             path=self.path,
@@ -227,8 +227,8 @@ def build_reward_model(
     """
     label = f"reward-model-{name}"
     if spec.backend == "vllm":
-        from reward_models.hf import load_tokenizer
-        from reward_models.vllm import VLLMRewardBackend
+        from arbiter.reward_models.hf import load_tokenizer
+        from arbiter.reward_models.vllm import VLLMRewardBackend
 
         assert spec.base_url is not None and spec.model is not None  # by the validator
         backend = VLLMRewardBackend(
@@ -251,7 +251,7 @@ def build_reward_model(
                 f"replicas: {spec.replicas} runs on a Ray cluster, and none is given "
                 "(--ray-address or ARBITER_RAY_ADDRESS)"
             )
-        from reward_models.ray_replicas import RayRewardModelReplicas
+        from arbiter.reward_models.ray_replicas import RayRewardModelReplicas
 
         replicas = RayRewardModelReplicas(
             spec.hf_spec(),
@@ -261,7 +261,7 @@ def build_reward_model(
             address=ray_address,
         )
         return replicas.client(spec.batching(), name=label, usage=usage)
-    from reward_models.hf import HFRewardModel
+    from arbiter.reward_models.hf import HFRewardModel
 
     model = HFRewardModel.load(spec.hf_spec())
     return RewardModelClient(model, spec.batching(), name=label, usage=usage)
@@ -274,11 +274,11 @@ def build_judge(spec: JudgeSpec, *, name: str, usage: ModelUsage | None = None) 
         ConfigurationError: a local model that cannot be loaded.
         ModelUnavailableError: its ``api_key_env`` is not set.
     """
-    from reward_models.judge import JudgeClient, JudgeDefaults
+    from arbiter.reward_models.judge import JudgeClient, JudgeDefaults
 
     backend: Any
     if spec.backend == "openai":
-        from reward_models.judge import OpenAIChatBackend
+        from arbiter.reward_models.judge import OpenAIChatBackend
 
         assert spec.base_url is not None and spec.model is not None  # by the validator
         backend = OpenAIChatBackend(
@@ -315,7 +315,7 @@ def _local_judge(spec: JudgeSpec, name: str) -> Any:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from reward_models.judge import LocalCausalLMBackend
+    from arbiter.reward_models.judge import LocalCausalLMBackend
 
     assert spec.path is not None  # by the validator
     if not (Path(spec.path) / "config.json").is_file():

@@ -26,7 +26,7 @@ What this module pins down, each a way peers' reward servers have gone wrong:
   A model that fails does not serve.
 
 The model runs wherever :meth:`HFRewardModel.score_batch` is called: the
-:class:`~reward_models.client.RewardModelClient` calls it on its batcher's
+:class:`~arbiter.reward_models.client.RewardModelClient` calls it on its batcher's
 dedicated thread, off the event loop.
 """
 
@@ -40,8 +40,8 @@ from typing import Any, Literal
 import torch
 from pydantic import BaseModel, ConfigDict, Field
 
-from reward_models.chat import ChatEncoder, EncodedInput
-from reward_models.errors import (
+from arbiter.reward_models.chat import ChatEncoder, EncodedInput
+from arbiter.reward_models.errors import (
     ConfigurationError,
     LabelCountError,
     ModelNotFoundError,

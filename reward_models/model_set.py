@@ -6,7 +6,7 @@ built by their builder on :meth:`ModelSet.warm` (the service and the CLI warm
 the graders their rubrics name before the first job) or, failing that, on
 first use, off the event loop. A build that fails is remembered: that model is
 *unavailable*, every request for it fails with
-:class:`~reward_models.errors.ModelUnavailableError` carrying the reason, and
+:class:`~arbiter.reward_models.errors.ModelUnavailableError` carrying the reason, and
 ``/readyz`` says so; the other models serve on. Nothing is loaded for a model
 no rubric uses, so a process that only validates rubrics, or a Ray actor that
 grades only the sandbox, never loads one.
@@ -20,8 +20,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Generic, TypeVar
 
-from reward_models.errors import ModelUnavailableError
-from reward_models.usage import ModelUsage
+from arbiter.reward_models.errors import ModelUnavailableError
+from arbiter.reward_models.usage import ModelUsage
 
 __all__ = ["ModelSet"]
 

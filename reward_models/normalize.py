@@ -26,7 +26,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from reward_models.errors import NormalizationError
+from arbiter.reward_models.errors import NormalizationError
 
 __all__ = [
     "AffineNormalizer",

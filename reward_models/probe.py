@@ -4,7 +4,7 @@ What ``arbiter models check`` prints for each model: whether it was reachable
 (loaded, or its server answered), whether it is warm (a second request
 answered too), the one example's score or verdict, the warm request's
 latency, and the tokens it read and wrote. A failure is typed by
-:func:`~reward_models.errors.error_kind`: ``unreachable``, ``unauthorized``,
+:func:`~arbiter.reward_models.errors.error_kind`: ``unreachable``, ``unauthorized``,
 ``model_missing``, ``wrong_output_shape``, ``wrong_labels``, ``no_verdict``,
 and the rest.
 """
@@ -16,17 +16,17 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from reward_models.declarations import (
+from arbiter.reward_models.declarations import (
     JudgeSpec,
     RewardModelSpec,
     build_judge,
     build_reward_model,
     close_client,
 )
-from reward_models.errors import RewardModelError, error_kind
-from reward_models.judge.types import Criterion, Level, SamplingParams
-from reward_models.judge.verdicts import parse_verdict
-from reward_models.usage import ModelUsage
+from arbiter.reward_models.errors import RewardModelError, error_kind
+from arbiter.reward_models.judge.types import Criterion, Level, SamplingParams
+from arbiter.reward_models.judge.verdicts import parse_verdict
+from arbiter.reward_models.usage import ModelUsage
 
 __all__ = ["EXAMPLE", "ProbeReport", "probe_judge", "probe_reward_model"]
 

@@ -8,7 +8,7 @@ and sends each batch to the least-busy replica. Its client keeps one batch in
 flight per replica, so the replicas work in parallel while the batcher still
 cuts batches to the token budget. A replica that dies fails over: its batch
 goes to another, and only with none left do the batch's requests fail typed
-(:class:`~reward_models.errors.BackendUnavailableError`).
+(:class:`~arbiter.reward_models.errors.BackendUnavailableError`).
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from reward_models.batcher import BatcherConfig
-from reward_models.chat import ChatEncoder, EncodedInput
-from reward_models.client import RewardModelClient
-from reward_models.errors import BackendUnavailableError, ScoringContractError
-from reward_models.hf import HFRewardModelSpec, load_tokenizer
-from reward_models.usage import ModelUsage
+from arbiter.reward_models.batcher import BatcherConfig
+from arbiter.reward_models.chat import ChatEncoder, EncodedInput
+from arbiter.reward_models.client import RewardModelClient
+from arbiter.reward_models.errors import BackendUnavailableError, ScoringContractError
+from arbiter.reward_models.hf import HFRewardModelSpec, load_tokenizer
+from arbiter.reward_models.usage import ModelUsage
 
 __all__ = ["RayRewardModelReplicas", "RewardModelActor"]
 
@@ -38,7 +38,7 @@ class RewardModelActor:
     """One replica: the reward model loaded on this actor's device."""
 
     def __init__(self, spec_json: str) -> None:
-        from reward_models.hf import HFRewardModel
+        from arbiter.reward_models.hf import HFRewardModel
 
         self.model = HFRewardModel.load(HFRewardModelSpec.model_validate_json(spec_json))
         self.node = str(ray.get_runtime_context().get_node_id())

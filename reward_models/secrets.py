@@ -14,7 +14,7 @@ import os
 import re
 from urllib.parse import urlsplit, urlunsplit
 
-from reward_models.errors import ModelUnavailableError, SecretMissingError
+from arbiter.reward_models.errors import ModelUnavailableError, SecretMissingError
 
 __all__ = ["ENV_NAME_PATTERN", "read_secret", "redact_url"]
 

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from reward_models.errors import error_kind
+from arbiter.reward_models.errors import error_kind
 
 __all__ = ["FILL_BUCKETS", "LATENCY_BUCKETS_S", "Buckets", "ModelUsage"]
 

@@ -17,14 +17,14 @@ from typing import Any, Literal
 
 import httpx
 
-from reward_models.chat import ChatEncoder, EncodedInput
-from reward_models.errors import (
+from arbiter.reward_models.chat import ChatEncoder, EncodedInput
+from arbiter.reward_models.errors import (
     BackendError,
     BackendUnavailableError,
     LabelCountError,
     OutputShapeError,
 )
-from reward_models.secrets import redact_url
+from arbiter.reward_models.secrets import redact_url
 
 __all__ = ["VLLMRewardBackend"]
 

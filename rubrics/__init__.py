@@ -1,13 +1,13 @@
 """Rubrics: which graders run, and how their results become one reward."""
 
-from rubrics.compose import compose, normalize_rewards, normalize_values
-from rubrics.errors import RubricError, RubricIssue, RubricNotFoundError
-from rubrics.formula import Formula, FormulaError, FormulaEvalError, compile_formula
-from rubrics.loader import build_rubric, load_rubric, parse_rubric
-from rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
-from rubrics.rubric import Component, Gate, Rubric, RubricIdentity
-from rubrics.schema import ComponentSpec, GateSpec, PenaltySpec, RubricSpec
-from rubrics.score import prompt_key, score_samples
+from arbiter.rubrics.compose import compose, normalize_rewards, normalize_values
+from arbiter.rubrics.errors import RubricError, RubricIssue, RubricNotFoundError
+from arbiter.rubrics.formula import Formula, FormulaError, FormulaEvalError, compile_formula
+from arbiter.rubrics.loader import build_rubric, load_rubric, parse_rubric
+from arbiter.rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
+from arbiter.rubrics.rubric import Component, Gate, Rubric, RubricIdentity
+from arbiter.rubrics.schema import ComponentSpec, GateSpec, PenaltySpec, RubricSpec
+from arbiter.rubrics.score import prompt_key, score_samples
 
 __all__ = [
     "AppliedGate",

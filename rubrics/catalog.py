@@ -14,10 +14,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from graders.registry import GraderRegistry
-from rubrics.errors import RubricError, RubricIssue, RubricNotFoundError
-from rubrics.loader import parse_rubric
-from rubrics.rubric import Rubric
+from arbiter.graders.registry import GraderRegistry
+from arbiter.rubrics.errors import RubricError, RubricIssue, RubricNotFoundError
+from arbiter.rubrics.loader import parse_rubric
+from arbiter.rubrics.rubric import Rubric
 
 __all__ = ["CatalogEntry", "RubricCatalog"]
 

@@ -29,11 +29,11 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 
-from graders.types import INFRASTRUCTURE_FAILURES, GradeResult, ViolationType
-from reward_models.normalize import group_zscores
-from rubrics.formula import FormulaEvalError
-from rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
-from rubrics.rubric import Rubric
+from arbiter.graders.types import INFRASTRUCTURE_FAILURES, GradeResult, ViolationType
+from arbiter.reward_models.normalize import group_zscores
+from arbiter.rubrics.formula import FormulaEvalError
+from arbiter.rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
+from arbiter.rubrics.rubric import Rubric
 
 __all__ = ["compose", "group_key", "normalize_rewards", "normalize_values"]
 

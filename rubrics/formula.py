@@ -28,7 +28,7 @@ import operator
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from graders.sandbox.syntax import parse_expression
+from arbiter.graders.sandbox.syntax import parse_expression
 
 __all__ = [
     "MAX_FORMULA_CHARS",

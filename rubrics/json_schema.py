@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic.json_schema import models_json_schema
 
-from graders.registry import GraderRegistry, default_registry
-from rubrics.schema import ComponentSpec, RubricSpec
+from arbiter.graders.registry import GraderRegistry, default_registry
+from arbiter.rubrics.schema import ComponentSpec, RubricSpec
 
 __all__ = ["rubric_json_schema"]
 

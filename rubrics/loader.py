@@ -1,7 +1,7 @@
 """Load rubric YAML that people edit by hand, with errors that point at the line.
 
 Validation runs in three passes and reports every problem it can find, not just
-the first: the document's shape (:class:`~rubrics.schema.RubricSpec`), each
+the first: the document's shape (:class:`~arbiter.rubrics.schema.RubricSpec`), each
 component's grader config (by that grader's own model), then the rules that
 span fields (formula names, gates, penalties, weights). Each problem names the
 file, line and column, the key path, what was expected and what was found.
@@ -43,13 +43,13 @@ from ruamel.yaml.events import (
 )
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScalarString
 
-from graders.base import GraderConfig
-from graders.registry import GraderRegistry, UnknownGraderError, default_registry
-from graders.types import ViolationType
-from rubrics.errors import RubricError, RubricIssue
-from rubrics.formula import Formula, FormulaError, compile_formula
-from rubrics.rubric import Component, Gate, Rubric, canonical_document, canonical_sha256
-from rubrics.schema import RESERVED_NAMES, ComponentSpec, PenaltySpec, RubricSpec
+from arbiter.graders.base import GraderConfig
+from arbiter.graders.registry import GraderRegistry, UnknownGraderError, default_registry
+from arbiter.graders.types import ViolationType
+from arbiter.rubrics.errors import RubricError, RubricIssue
+from arbiter.rubrics.formula import Formula, FormulaError, compile_formula
+from arbiter.rubrics.rubric import Component, Gate, Rubric, canonical_document, canonical_sha256
+from arbiter.rubrics.schema import RESERVED_NAMES, ComponentSpec, PenaltySpec, RubricSpec
 
 __all__ = ["build_rubric", "load_rubric", "parse_rubric"]
 

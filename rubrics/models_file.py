@@ -39,11 +39,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from graders.llm_judge import LLMJudgeGrader
-from graders.registry import GraderRegistry
-from graders.reward_model import RewardModelGrader
-from reward_models.client import RewardModelClient
-from reward_models.declarations import (
+from arbiter.graders.llm_judge import LLMJudgeGrader
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.reward_model import RewardModelGrader
+from arbiter.reward_models.client import RewardModelClient
+from arbiter.reward_models.declarations import (
     JudgeSpec,
     ModelsSpec,
     RewardModelSpec,
@@ -51,13 +51,13 @@ from reward_models.declarations import (
     build_reward_model,
     close_client,
 )
-from reward_models.judge import JudgeClient
-from reward_models.model_set import ModelSet
-from reward_models.usage import ModelUsage
-from rubrics.errors import RubricError, RubricIssue
-from rubrics.json_schema import _draft7
-from rubrics.loader import Positions, _read_yaml, _Report, _validate
-from rubrics.rubric import Rubric
+from arbiter.reward_models.judge import JudgeClient
+from arbiter.reward_models.model_set import ModelSet
+from arbiter.reward_models.usage import ModelUsage
+from arbiter.rubrics.errors import RubricError, RubricIssue
+from arbiter.rubrics.json_schema import _draft7
+from arbiter.rubrics.loader import Positions, _read_yaml, _Report, _validate
+from arbiter.rubrics.rubric import Rubric
 
 __all__ = [
     "DeclaredModels",
@@ -209,7 +209,7 @@ class DeclaredModels:
     """The models of one models file, as the graders of one process hold them.
 
     Each model is built once, on the graders' warm-up or first use; its
-    :class:`~reward_models.usage.ModelUsage` counters exist from the start, so
+    :class:`~arbiter.reward_models.usage.ModelUsage` counters exist from the start, so
     metrics list every declared model, loaded or not.
     """
 

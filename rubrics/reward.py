@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from graders.types import GradeResult, ViolationType
-from rubrics.rubric import RubricIdentity
+from arbiter.graders.types import GradeResult, ViolationType
+from arbiter.rubrics.rubric import RubricIdentity
 
 __all__ = ["AppliedGate", "AppliedPenalty", "ComponentOutcome", "Reward"]
 
@@ -13,7 +13,7 @@ __all__ = ["AppliedGate", "AppliedPenalty", "ComponentOutcome", "Reward"]
 class ComponentOutcome(GradeResult):
     """One component's grade as it entered the reward: the grader's result, weighted.
 
-    It is the :class:`~graders.types.GradeResult` itself (every field of it, in
+    It is the :class:`~arbiter.graders.types.GradeResult` itself (every field of it, in
     the same place of the JSON) plus the component's weight and whether the
     rubric requires it.
     """

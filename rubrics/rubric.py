@@ -12,10 +12,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
-from graders.base import GraderConfig
-from graders.types import ViolationType
-from rubrics.formula import Formula
-from rubrics.schema import GateSpec, PenaltySpec, RubricSpec
+from arbiter.graders.base import GraderConfig
+from arbiter.graders.types import ViolationType
+from arbiter.rubrics.formula import Formula
+from arbiter.rubrics.schema import GateSpec, PenaltySpec, RubricSpec
 
 __all__ = ["Component", "Gate", "Rubric", "RubricIdentity", "canonical_sha256"]
 
@@ -58,7 +58,7 @@ def canonical_sha256(canonical: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Rubric:
-    """A rubric ready to score with. Build it with :func:`rubrics.build_rubric`.
+    """A rubric ready to score with. Build it with :func:`arbiter.rubrics.build_rubric`.
 
     ``sha256`` hashes the canonical form: the validated document with every
     default filled in, keys sorted. Comments, key order, quoting and spelling

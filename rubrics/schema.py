@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
-from graders.types import ViolationType
+from arbiter.graders.types import ViolationType
 
 __all__ = [
     "COMPONENT_NAME_PATTERN",
@@ -90,7 +90,7 @@ class PenaltySpec(_Spec):
     )
 
 
-#: Targeted review sampling policies a rubric can turn on (``monitoring.sampling``).
+#: Targeted review sampling policies a rubric can turn on (``arbiter.monitoring.sampling``).
 Stratum = Literal["reward_decile", "disagreement", "high_reward_violation"]
 
 

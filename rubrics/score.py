@@ -6,12 +6,12 @@ import hashlib
 import json
 from collections.abc import Sequence
 
-from graders.registry import GraderRegistry, default_registry
-from graders.runner import GraderJob, run_jobs
-from graders.types import Sample
-from rubrics.compose import compose, normalize_rewards
-from rubrics.reward import Reward
-from rubrics.rubric import Rubric
+from arbiter.graders.registry import GraderRegistry, default_registry
+from arbiter.graders.runner import GraderJob, run_jobs
+from arbiter.graders.types import Sample
+from arbiter.rubrics.compose import compose, normalize_rewards
+from arbiter.rubrics.reward import Reward
+from arbiter.rubrics.rubric import Rubric
 
 __all__ = ["prompt_key", "score_samples"]
 
@@ -67,7 +67,7 @@ async def score_samples(
         max_concurrency: bound on grader jobs in flight.
         normalize: apply the rubric's group normalization across this batch. Turn
             it off when a caller scores a large set in chunks and normalizes at the
-            end with :func:`rubrics.compose.normalize_rewards`.
+            end with :func:`arbiter.rubrics.compose.normalize_rewards`.
     """
     owned = registry is None
     registry = registry or default_registry()

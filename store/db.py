@@ -6,7 +6,7 @@ before the response is sent, so an acknowledged reward survives a crash.
 
 One module, one concept: the store's interface — every table's reads and writes behind
 one class, so that a test or a replica swaps one URL and nothing else (the review queue,
-with its leases, lives in :mod:`store.review`).
+with its leases, lives in :mod:`arbiter.store.review`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import IntegrityError
 
-from store.tables import (
+from arbiter.store.tables import (
     api_keys,
     drift_alerts,
     drift_state,
@@ -203,7 +203,7 @@ def head_revision() -> str:
     return heads.pop()
 
 
-#: The unique constraint of (client, idempotency key), as named in :mod:`store.tables`.
+#: The unique constraint of (client, idempotency key), as named in :mod:`arbiter.store.tables`.
 IDEMPOTENCY_CONSTRAINT = "uq_requests_client_idempotency_key"
 
 #: Rows per multi-row INSERT on SQLite: 16 columns each stays far below the

@@ -4,7 +4,7 @@ With several API replicas on one PostgreSQL, one drift monitor watches all
 traffic: the replica holding an advisory lock follows the reward log (every
 reward every replica committed) and feeds the monitor, and every replica reads
 the open alerts back to flag its rewards. This module is the storage half of
-that; ``api.drift_watch`` is the other.
+that; ``arbiter.api.drift_watch`` is the other.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 
 from sqlalchemy import JSON, Connection, cast, func, insert, select, text, type_coerce, update
 
-from store.db import Store
-from store.tables import (
+from arbiter.store.db import Store
+from arbiter.store.tables import (
     drift_alerts,
     drift_reset_log,
     drift_resets,

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from sqlalchemy import and_, delete, insert, or_, select, tuple_, update
 from sqlalchemy.exc import IntegrityError
 
-from store.db import Store, StoredRequest
-from store.tables import idempotency_claims
+from arbiter.store.db import Store, StoredRequest
+from arbiter.store.tables import idempotency_claims
 
 __all__ = ["LEASE_S", "ClaimOutcome", "IdempotencyClaims"]
 

@@ -36,8 +36,8 @@ from typing import Any
 from sqlalchemy import Connection, and_, case, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from store.db import Store
-from store.tables import (
+from arbiter.store.db import Store
+from arbiter.store.tables import (
     review_items,
     review_label_versions,
     review_labels,

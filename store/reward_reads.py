@@ -15,8 +15,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from store.db import Store, reward_filters
-from store.tables import requests, rewards
+from arbiter.store.db import Store, reward_filters
+from arbiter.store.tables import requests, rewards
 
 __all__ = ["LoggedRow", "RewardReader"]
 

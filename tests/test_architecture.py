@@ -16,29 +16,54 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-OURS = {
-    "arbiter",
-    "rubrics",
-    "graders",
-    "reward_models",
-    "monitoring",
-    "store",
-    "api",
-    "eval_sets",
-    "bench",
+#: The installed namespace: ``arbiter`` and its sub-packages, each a top-level folder
+#: of the repository (``arbiter/graders`` links to ``graders/``, and so on).
+SUBPACKAGES = ("rubrics", "graders", "reward_models", "monitoring", "store", "api", "eval_sets")
+#: Package name → the folder that holds it.
+FOLDERS = {"arbiter": REPO / "arbiter", **{f"arbiter.{p}": REPO / p for p in SUBPACKAGES}}
+#: The trainer side, installed alone by ``pip install arbiter-rewards``: the client,
+#: the adapters and the wire contract they send (``arbiter.graders.types``).
+CLIENT = ("arbiter.client", "arbiter.adapters", "arbiter.version")
+WIRE = "arbiter.graders.types"
+
+# layer -> the project packages (or modules) it may import besides itself
+ALLOWED: dict[str, set[str]] = {
+    "arbiter.reward_models": set(),
+    "arbiter.graders": {"arbiter.reward_models"},
+    "arbiter.rubrics": {"arbiter.graders", "arbiter.reward_models"},
+    "arbiter.monitoring": {WIRE},
+    "arbiter.store": set(),
+    "arbiter.eval_sets": set(),
+    "arbiter.api": {"arbiter"} - {"arbiter.cli"},
+    "client": {WIRE, *CLIENT},
+    # The CLI and the offline tools (audit, replay, export) sit on top of everything.
+    "arbiter": {"arbiter"},
 }
 
-# package -> the project packages (or modules) it may import besides itself
-ALLOWED: dict[str, set[str]] = {
-    "reward_models": set(),
-    "graders": {"reward_models"},
-    "rubrics": {"graders", "reward_models"},
-    "monitoring": {"graders.types"},
-    "store": set(),
-    "eval_sets": set(),
-    "api": OURS - {"bench", "api"},
-    "arbiter": OURS - {"bench", "arbiter"},
-}
+
+def layer(module: str) -> str:
+    """Name the layer a module of the namespace belongs to."""
+    for package in ALLOWED:
+        if package.startswith("arbiter.") and (
+            module == package or module.startswith(package + ".")
+        ):
+            return package
+    if any(module == c or module.startswith(c + ".") for c in CLIENT):
+        return "client"
+    return "arbiter"
+
+
+def project_files() -> list[tuple[str, Path]]:
+    """Return (module name, file) for every module of the namespace, each file once."""
+    found = []
+    for package, folder in FOLDERS.items():
+        # rglob does not descend the links of arbiter/: each file is seen in its own folder.
+        for path in sorted(folder.rglob("*.py")):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found.append((".".join([package, *parts]), path))
+    return found
 
 
 def imports_of(path: Path) -> set[str]:
@@ -49,26 +74,54 @@ def imports_of(path: Path) -> set[str]:
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
-    return {name for name in found if name.split(".")[0] in OURS}
+    return {name for name in found if name.split(".")[0] in {"arbiter", "bench", *SUBPACKAGES}}
+
+
+#: The root package holds only its version; any layer may import it (to find the install).
+ROOT = ("arbiter", "arbiter.version")
 
 
 def permitted(package: str, module: str) -> bool:
-    top = module.split(".")[0]
-    if top == package:
+    if layer(module) == package or module in ROOT:
         return True
+    if package == "arbiter.api" and layer(module) == "arbiter" and module != "arbiter":
+        return False  # the service never imports the CLI or the offline tools
     return any(
-        module == rule or module.startswith(rule + ".") or top == rule for rule in ALLOWED[package]
+        module == rule or module.startswith(rule + ".") or (rule == "arbiter" and module == rule)
+        for rule in ALLOWED[package]
     )
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_imports_go_one_way(package):
     offences = []
-    for path in sorted((REPO / package).rglob("*.py")):
+    for name, path in project_files():
+        if layer(name) != package:
+            continue
         for module in sorted(imports_of(path)):
             if not permitted(package, module):
                 offences.append(f"{path.relative_to(REPO)} imports {module}")
     assert not offences, "\n".join(offences)
+
+
+def test_only_the_namespace_is_imported():
+    # A top-level ``graders`` or ``api`` import would load a second copy of the module.
+    offences = [
+        f"{path.relative_to(REPO)} imports {module}"
+        for path in [p for _, p in project_files()]
+        + sorted((REPO / "tests").rglob("*.py"))
+        + sorted((REPO / "bench").rglob("*.py"))
+        for module in sorted(imports_of(path))
+        if module.split(".")[0] in SUBPACKAGES
+    ]
+    assert not offences, "\n".join(offences)
+
+
+def test_the_links_map_each_folder_into_the_namespace():
+    for package in SUBPACKAGES:
+        link = REPO / "arbiter" / package
+        assert link.is_symlink(), f"arbiter/{package} is not a link"
+        assert link.resolve() == (REPO / package).resolve()
 
 
 def test_pure_core_knows_nothing_of_http_storage_or_clocks():
@@ -147,6 +200,11 @@ def import_graph(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
         if (root / package).is_dir()
         for path in sorted((root / package).rglob("*.py"))
     }
+    return graph_of(files)
+
+
+def graph_of(files: dict[str, Path]) -> dict[str, set[str]]:
+    """Map each module (name → file) to the modules among them that it imports."""
     return {name: module_imports(name, path, set(files)) for name, path in files.items()}
 
 
@@ -194,7 +252,11 @@ def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycles_between_the_projects_modules():
-    cycles = import_cycles(import_graph(REPO, OURS))
+    modules = dict(project_files())
+    modules.update(
+        (module_name(REPO, path), path) for path in sorted((REPO / "bench").rglob("*.py"))
+    )
+    cycles = import_cycles(graph_of(modules))
     assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
 
 
@@ -269,20 +331,20 @@ def test_the_sandboxs_confined_modules_import_only_the_standard_library():
     names = {path.stem for path in CONFINED.glob("_*.py")} - {"__init__"}
     # The template's modules and the confiner's are all among them.
     assert {"_zygote", "_linux", "_template", "_remote", "_codec", "_frames"} <= names
-    assert not confined_offences(CONFINED, "graders.sandbox")
+    assert not confined_offences(CONFINED, "arbiter.graders.sandbox")
 
 
 def test_the_confined_check_catches_a_non_stdlib_import(tmp_path):
     (tmp_path / "_ok.py").write_text(
-        "import os\nfrom typing import TYPE_CHECKING\nfrom graders.sandbox import _other\n"
-        "if TYPE_CHECKING:\n    from graders.sandbox.clock import Moving\n"
+        "import os\nfrom typing import TYPE_CHECKING\nfrom arbiter.graders.sandbox import _other\n"
+        "if TYPE_CHECKING:\n    from arbiter.graders.sandbox.clock import Moving\n"
     )
     (tmp_path / "_lazy.py").write_text("def f():\n    import numpy\n")
-    (tmp_path / "_trusted.py").write_text("from graders.sandbox.proxy import Channel\n")
+    (tmp_path / "_trusted.py").write_text("from arbiter.graders.sandbox.proxy import Channel\n")
     (tmp_path / "open.py").write_text("import pytest\n")  # not confined: no underscore
-    assert confined_offences(tmp_path, "graders.sandbox") == [
+    assert confined_offences(tmp_path, "arbiter.graders.sandbox") == [
         "_lazy.py imports numpy",
-        "_trusted.py imports graders.sandbox.proxy.Channel",
+        "_trusted.py imports arbiter.graders.sandbox.proxy.Channel",
     ]
 
 
@@ -313,8 +375,7 @@ def test_the_services_loggers_are_named_under_arbiter():
     # One prefix, so an operator's logging config reaches every one of them.
     offences = [
         f"{path.relative_to(REPO)}: {name}"
-        for package in sorted(OURS - {"bench"})
-        for path in sorted((REPO / package).rglob("*.py"))
+        for _, path in project_files()
         for name in logger_names(path)
         if not name.startswith("arbiter.")
     ]

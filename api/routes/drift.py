@@ -25,13 +25,13 @@ from fastapi import Path as PathParam
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
-from api.deps import Caller, ServiceDep, known_query
-from api.errors import NotFound
-from api.routes.review import PAGE_HEADERS
-from api.schemas import ErrorBody
-from monitoring.drift_alerts import STATISTICS, short_alert_id
-from monitoring.drift_incidents import DEFAULT_GAP_S, Incident, group_incidents
-from store.drift_log import DriftLog
+from arbiter.api.deps import Caller, ServiceDep, known_query
+from arbiter.api.errors import NotFound
+from arbiter.api.routes.review import PAGE_HEADERS
+from arbiter.api.schemas import ErrorBody
+from arbiter.monitoring.drift_alerts import STATISTICS, short_alert_id
+from arbiter.monitoring.drift_incidents import DEFAULT_GAP_S, Incident, group_incidents
+from arbiter.store.drift_log import DriftLog
 
 router = APIRouter(prefix="/v1/drift", tags=["drift"])
 #: The drift page at /drift, beside /review (outside the API's prefix).

@@ -10,7 +10,7 @@ from fastapi import APIRouter
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
-from api.deps import ServiceDep
+from arbiter.api.deps import ServiceDep
 
 router = APIRouter(tags=["health"])
 logger = logging.getLogger("arbiter.metrics")

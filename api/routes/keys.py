@@ -7,10 +7,10 @@ import asyncio
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from api.deps import Caller, ServiceDep
-from api.errors import Conflict, NotFound
-from api.schemas import ErrorBody, KeyCreate, KeyCreated, KeyInfo
-from store.db import LastAdminKeyError
+from arbiter.api.deps import Caller, ServiceDep
+from arbiter.api.errors import Conflict, NotFound
+from arbiter.api.schemas import ErrorBody, KeyCreate, KeyCreated, KeyInfo
+from arbiter.store.db import LastAdminKeyError
 
 router = APIRouter(prefix="/v1/keys", tags=["keys"])
 ERRORS: dict[int | str, dict[str, object]] = {401: {"model": ErrorBody}, 403: {"model": ErrorBody}}

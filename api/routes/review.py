@@ -6,7 +6,7 @@ scores, violations or the reason it was sampled (a reason such as
 ``high_reward_violation`` would tell the reviewer what the graders thought). A
 rubric's ``review: {show_scores: true}`` shows them for that rubric; without it the
 server's ``ARBITER_REVIEW_SHOW_SCORES`` decides. Shown, they come as a compact
-summary per component (``api.review_view``), not the raw record. Measured facts
+summary per component (``arbiter.api.review_view``), not the raw record. Measured facts
 that are not verdicts (complexity per function, the maintainability index, token
 counts against budgets) are shown blind too.
 
@@ -29,17 +29,22 @@ from fastapi import Path as PathParam
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictStr
 from starlette.responses import Response, StreamingResponse
 
-from api.auth import Principal
-from api.deps import Caller, ServiceDep
-from api.errors import Conflict, Invalid, NotFound
-from api.review_view import grader_guidance, measured_facts, reward_summary, rubric_guidance
-from api.schemas import ErrorBody
-from api.service import Service
-from graders.types import ViolationType
-from monitoring.agreement import LabelledPair, agreement_report, labelled_pair, pass_threshold
-from rubrics.errors import RubricNotFoundError
-from rubrics.rubric import Rubric
-from store.review import ClaimedItem, Label, LabelNotFoundError, LeaseLostError, ReviewQueue
+from arbiter.api.auth import Principal
+from arbiter.api.deps import Caller, ServiceDep
+from arbiter.api.errors import Conflict, Invalid, NotFound
+from arbiter.api.review_view import grader_guidance, measured_facts, reward_summary, rubric_guidance
+from arbiter.api.schemas import ErrorBody
+from arbiter.api.service import Service
+from arbiter.graders.types import ViolationType
+from arbiter.monitoring.agreement import (
+    LabelledPair,
+    agreement_report,
+    labelled_pair,
+    pass_threshold,
+)
+from arbiter.rubrics.errors import RubricNotFoundError
+from arbiter.rubrics.rubric import Rubric
+from arbiter.store.review import ClaimedItem, Label, LabelNotFoundError, LeaseLostError, ReviewQueue
 
 router = APIRouter(tags=["review"])
 

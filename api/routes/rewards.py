@@ -11,13 +11,19 @@ from fastapi import Path as PathParam
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
-from api.body import json_body_openapi, parse_body
-from api.deps import Caller, ServiceDep, known_query
-from api.errors import NotFound
-from api.grading import GradedBatch, render
-from api.schemas import ErrorBody, OpenRLHFRequest, OpenRLHFResponse, RewardRequest, RewardResponse
 from arbiter.adapters.rows import AbstainPolicy
-from store.reward_reads import MAX_PAGE, LoggedRow, RewardReader
+from arbiter.api.body import json_body_openapi, parse_body
+from arbiter.api.deps import Caller, ServiceDep, known_query
+from arbiter.api.errors import NotFound
+from arbiter.api.grading import GradedBatch, render
+from arbiter.api.schemas import (
+    ErrorBody,
+    OpenRLHFRequest,
+    OpenRLHFResponse,
+    RewardRequest,
+    RewardResponse,
+)
+from arbiter.store.reward_reads import MAX_PAGE, LoggedRow, RewardReader
 
 router = APIRouter(tags=["rewards"])
 

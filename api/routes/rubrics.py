@@ -5,11 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 from starlette.responses import Response
 
-from api.deps import Caller, ServiceDep
-from api.errors import NotFound
-from api.schemas import ErrorBody, RubricCreate, RubricCreated, RubricInfo, RubricText
-from rubrics.catalog import CatalogEntry
-from rubrics.errors import RubricNotFoundError
+from arbiter.api.deps import Caller, ServiceDep
+from arbiter.api.errors import NotFound
+from arbiter.api.schemas import ErrorBody, RubricCreate, RubricCreated, RubricInfo, RubricText
+from arbiter.rubrics.catalog import CatalogEntry
+from arbiter.rubrics.errors import RubricNotFoundError
 
 router = APIRouter(prefix="/v1/rubrics", tags=["rubrics"])
 ERRORS: dict[int | str, dict[str, object]] = {

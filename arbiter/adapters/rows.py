@@ -19,10 +19,9 @@ rows are read by the same documented rules:
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Sequence
 from typing import Any, Literal
-
-import orjson
 
 __all__ = [
     "ABSTAIN_POLICIES",
@@ -50,8 +49,8 @@ def parse_label(label: Any) -> dict[str, Any]:
     """Read a ground-truth label into sample fields: ``task`` and/or ``labels``."""
     parsed = label
     if isinstance(label, str) and label.lstrip().startswith("{"):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            parsed = orjson.loads(label)
+        with contextlib.suppress(json.JSONDecodeError):
+            parsed = json.loads(label)
     if isinstance(parsed, dict) and isinstance(parsed.get("task"), dict):
         rest = {k: v for k, v in parsed.items() if k != "task"}
         return {"task": parsed["task"], **({"labels": rest} if rest else {})}

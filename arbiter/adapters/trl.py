@@ -26,10 +26,9 @@ out of the group baseline); a component that could not score is ``None`` too.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any
-
-import orjson
 
 from arbiter.adapters._common import fetch_rubric, sample_id, text_of
 from arbiter.adapters.rows import parse_label
@@ -49,7 +48,11 @@ def _rows(
     ids = kwargs.get("completion_ids")
     samples = []
     for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
-        prompt_text = prompt if isinstance(prompt, str) else orjson.dumps(prompt).decode()
+        prompt_text = (
+            prompt
+            if isinstance(prompt, str)
+            else json.dumps(prompt, separators=(",", ":"), ensure_ascii=False)
+        )
         response = text_of(completion)
         row: dict[str, Any] = {
             "id": sample_id(f"trl{i}", prompt_text, response),
@@ -81,7 +84,7 @@ class _OneCallPerBatch:
     def __init__(self, client: ArbiterClient, rubric: str) -> None:
         self.client = client
         self.rubric = rubric
-        self._key: bytes | None = None
+        self._key: str | None = None
         self._batch: RewardBatch | None = None
 
     def batch(
@@ -90,7 +93,7 @@ class _OneCallPerBatch:
         samples = _rows(prompts, completions, kwargs)
         # The key is the whole request: the same text with other metrics, labels or
         # tasks is another batch, never the cached answer of the last one.
-        key = orjson.dumps(samples, default=str, option=orjson.OPT_SORT_KEYS)
+        key = json.dumps(samples, default=str, sort_keys=True)
         if key == self._key and self._batch is not None:
             return self._batch
         self._batch = self.client.rewards(samples, self.rubric)

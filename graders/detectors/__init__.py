@@ -18,7 +18,7 @@ import ast
 import sys
 from collections.abc import Collection, Iterator, Sequence
 
-from graders.detectors import (
+from arbiter.graders.detectors import (
     comments,
     equality,
     exits,
@@ -29,11 +29,11 @@ from graders.detectors import (
     system,
     tampering,
 )
-from graders.detectors._context import CodeContext
-from graders.detectors._names import NameRule, match_references
-from graders.detectors.comments import SUPPRESSIONS
-from graders.detectors.hardcoded import Case, cases_from_task
-from graders.types import TaskSpec, Violation, ViolationType
+from arbiter.graders.detectors._context import CodeContext
+from arbiter.graders.detectors._names import NameRule, match_references
+from arbiter.graders.detectors.comments import SUPPRESSIONS
+from arbiter.graders.detectors.hardcoded import Case, cases_from_task
+from arbiter.graders.types import TaskSpec, Violation, ViolationType
 
 __all__ = [
     "RULES",

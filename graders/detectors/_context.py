@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from graders.sandbox.syntax import parse_module
-from graders.types import Violation, ViolationType
+from arbiter.graders.sandbox.syntax import parse_module
+from arbiter.graders.types import Violation, ViolationType
 
 __all__ = [
     "CodeContext",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from graders.detectors._context import CodeContext, Reference
-from graders.types import Violation, ViolationType
+from arbiter.graders.detectors._context import CodeContext, Reference
+from arbiter.graders.types import Violation, ViolationType
 
 __all__ = ["NameRule", "match_references", "match_rule"]
 

@@ -6,7 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from graders.detectors._context import CodeContext, string_constants
+from arbiter.graders.detectors._context import CodeContext, string_constants
 
 __all__ = [
     "READ_FUNCTIONS",

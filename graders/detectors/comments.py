@@ -12,8 +12,8 @@ import re
 import tokenize
 from collections.abc import Collection, Iterator
 
-from graders.detectors._context import shorten
-from graders.types import Violation, ViolationType
+from arbiter.graders.detectors._context import shorten
+from arbiter.graders.types import Violation, ViolationType
 
 __all__ = ["SUPPRESSIONS", "detect"]
 

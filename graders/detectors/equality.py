@@ -12,9 +12,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from graders.detectors._context import CodeContext, literal_value
-from graders.detectors._names import NameRule
-from graders.types import Violation, ViolationType
+from arbiter.graders.detectors._context import CodeContext, literal_value
+from arbiter.graders.detectors._names import NameRule
+from arbiter.graders.types import Violation, ViolationType
 
 __all__ = ["RULES", "detect"]
 

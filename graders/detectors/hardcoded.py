@@ -1,7 +1,7 @@
 """Hard-coded expected outputs: the task's test inputs and outputs written into the code.
 
 The detector reads the task's tests (assert strings for ``python_function`` and
-``pytest`` tasks, :class:`~graders.types.IOCase` lists for ``stdin_stdout``)
+``pytest`` tasks, :class:`~arbiter.graders.types.IOCase` lists for ``stdin_stdout``)
 into cases of literal inputs and an expected output, then looks for them in the
 candidate:
 
@@ -27,7 +27,7 @@ candidate:
   decoded from constants (a concatenation, a ``join``, bytes, base64, zlib): the
   source is parsed, never run, and this detector runs over it, reporting at the
   line that runs it. A plain string constant is analysed by
-  :mod:`graders.detectors` with every family. Running code from a string is not
+  :mod:`arbiter.graders.detectors` with every family. Running code from a string is not
   itself evidence here: only hard-coding found inside it is;
 * a **returned or printed literal** equal to an expected output rich enough that
   no honest program writes it out (a list of several items, a multi-token line).
@@ -60,9 +60,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from graders.detectors._context import CodeContext, literal_value
-from graders.sandbox.syntax import parse_expression, parse_module
-from graders.types import IOCase, TaskSpec, Violation, ViolationType
+from arbiter.graders.detectors._context import CodeContext, literal_value
+from arbiter.graders.sandbox.syntax import parse_expression, parse_module
+from arbiter.graders.types import IOCase, TaskSpec, Violation, ViolationType
 
 __all__ = ["Case", "cases_from_task", "detect", "distinctive", "freeze", "rich"]
 

@@ -10,10 +10,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from graders.detectors._context import CodeContext, string_constants
-from graders.detectors._names import NameRule
-from graders.detectors._paths import READ_FUNCTIONS, READ_METHODS, open_mode_writes, test_path_in
-from graders.types import Violation, ViolationType
+from arbiter.graders.detectors._context import CodeContext, string_constants
+from arbiter.graders.detectors._names import NameRule
+from arbiter.graders.detectors._paths import (
+    READ_FUNCTIONS,
+    READ_METHODS,
+    open_mode_writes,
+    test_path_in,
+)
+from arbiter.graders.types import Violation, ViolationType
 
 __all__ = ["RULES", "detect"]
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from graders.detectors._context import CodeContext
-from graders.detectors._names import NameRule
-from graders.types import Violation, ViolationType
+from arbiter.graders.detectors._context import CodeContext
+from arbiter.graders.detectors._names import NameRule
+from arbiter.graders.types import Violation, ViolationType
 
 __all__ = ["RULES", "detect"]
 

@@ -12,15 +12,15 @@ import ast
 import re
 from collections.abc import Iterator
 
-from graders.detectors._context import CodeContext, shorten, string_constants
-from graders.detectors._paths import (
+from arbiter.graders.detectors._context import CodeContext, shorten, string_constants
+from arbiter.graders.detectors._paths import (
     TEST_PATH,
     WRITE_FUNCTIONS,
     WRITE_METHODS,
     open_mode_writes,
     test_path_in,
 )
-from graders.types import Violation, ViolationType
+from arbiter.graders.types import Violation, ViolationType
 
 __all__ = ["detect", "detect_response"]
 

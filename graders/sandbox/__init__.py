@@ -8,15 +8,15 @@ which confinement layers this host actually provides.
 
 from __future__ import annotations
 
-from graders.sandbox.checks import (
+from arbiter.graders.sandbox.checks import (
     CheckPlan,
     CheckPlanError,
     UnitOutcome,
     plan_function_tests,
     run_plan,
 )
-from graders.sandbox.layers import LAYERS, MissingLayersError, check_layers, require_layers
-from graders.sandbox.pool import (
+from arbiter.graders.sandbox.layers import LAYERS, MissingLayersError, check_layers, require_layers
+from arbiter.graders.sandbox.pool import (
     DEFAULT_PRELOAD,
     FunctionRun,
     Limits,
@@ -25,7 +25,7 @@ from graders.sandbox.pool import (
     SandboxError,
     SandboxPool,
 )
-from graders.sandbox.proxy import CandidateError, CandidateFunction, Channel, ChannelBroken
+from arbiter.graders.sandbox.proxy import CandidateError, CandidateFunction, Channel, ChannelBroken
 
 __all__ = [
     "DEFAULT_PRELOAD",

@@ -10,7 +10,7 @@ frames come out of the buffer without a system call.
 
 A deadline is an absolute ``time.monotonic()``, or an object whose ``at()``
 says it (a run's deadline, which moves later as the run is credited with
-time it waited for a CPU: see :mod:`graders.sandbox.clock`); it is read again
+time it waited for a CPU: see :mod:`arbiter.graders.sandbox.clock`); it is read again
 after every wait, so a wait that reaches a deadline that has moved goes on.
 """
 
@@ -23,10 +23,10 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
-from graders.sandbox._codec import DecodeError, dumps, loads
+from arbiter.graders.sandbox._codec import DecodeError, dumps, loads
 
 if TYPE_CHECKING:  # the template loads this module, never the clock's
-    from graders.sandbox.clock import Moving
+    from arbiter.graders.sandbox.clock import Moving
 
     Deadline = float | Moving | None
 

@@ -20,7 +20,7 @@ name. Anything else crosses as an opaque handle (``o``), which the trusted
 side can only pass back: a returned object cannot answer ``in``, ``len``,
 ``str``, iteration or a method call for a value that should have been data.
 **Arguments.** A call's arguments arrive with their mutable containers
-numbered (:class:`~graders.sandbox._codec.Sharing`); the reply sends the new
+numbered (:class:`~arbiter.graders.sandbox._codec.Sharing`); the reply sends the new
 contents of those the call changed, so the test sees the candidate's
 mutations. **Exceptions** are named by identity: the nearest class in the
 exception's real MRO that *is* a builtin exception (or a declared exception
@@ -33,7 +33,7 @@ them (the trusted side compares decoded data only); they let the grader name
 the attempt. This module runs in the candidate's process, so a candidate can
 silence it, never forge a pass.
 
-Only the standard library and :mod:`graders.sandbox._codec` are used: the
+Only the standard library and :mod:`arbiter.graders.sandbox._codec` are used: the
 template loads this module before it confines itself, and never ``ctypes``.
 """
 
@@ -47,7 +47,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from graders.sandbox import _codec as codec
+from arbiter.graders.sandbox import _codec as codec
 
 __all__ = ["Session", "exception_kind", "load_failure"]
 

@@ -1,6 +1,6 @@
 """The template: a pristine confined interpreter that forks one child per run.
 
-The confiner (:mod:`graders.sandbox._zygote`) applies the layers that need
+The confiner (:mod:`arbiter.graders.sandbox._zygote`) applies the layers that need
 system calls Python has no binding for (namespaces, the run directory's
 tmpfs, Landlock, no_new_privs, seccomp) and then replaces itself with a fresh
 interpreter running this module, so that what a run inherits is a process
@@ -47,8 +47,8 @@ import traceback
 import types
 from typing import Any
 
-from graders.sandbox import _remote
-from graders.sandbox._frames import (
+from arbiter.graders.sandbox import _remote
+from arbiter.graders.sandbox._frames import (
     CONTROL_MAX_BYTES,
     FrameReader,
     recv_frame,

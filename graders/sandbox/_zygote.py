@@ -1,10 +1,10 @@
 """The confiner: applies the confinement layers once, then becomes the pristine template.
 
-Started by :mod:`graders.sandbox.pool` as ``python -s -c BOOT FD`` with an empty
-environment, where the boot code enters ``graders`` and ``graders.sandbox`` as
-bare packages (their ``__init__`` never runs here) and calls :func:`main` on
-the control socket ``FD``. It never sees a task's tests, a candidate's code or
-any secret of the trusted process. In order:
+Started by :mod:`arbiter.graders.sandbox.pool` as ``python -s -c BOOT FD`` with an empty
+environment, where the boot code enters ``arbiter``, ``arbiter.graders`` and
+``arbiter.graders.sandbox`` as bare packages (their ``__init__`` never runs here)
+and calls :func:`main` on the control socket ``FD``. It never sees a task's tests,
+a candidate's code or any secret of the trusted process. In order:
 
 1. unshare PID/NET/IPC/UTS/mount namespaces (plus a user namespace when not
    root) and fork, so that what follows is PID 1 of its PID namespace: the
@@ -17,7 +17,7 @@ any secret of the trusted process. In order:
    ``runs/`` for a symlink — no TCP, and with ABI 6 no signal or abstract
    socket out of the domain), seccomp;
 4. replace itself (``execve``) with a fresh interpreter running
-   :mod:`graders.sandbox._template`, whose sources it hands over on a memfd.
+   :mod:`arbiter.graders.sandbox._template`, whose sources it hands over on a memfd.
    Landlock, seccomp and no_new_privs hold across ``execve``; the template
    drops to the slot's uid itself (``os.setresuid``) after its imports.
 
@@ -41,8 +41,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from graders.sandbox import _linux as kernel
-from graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame
+from arbiter.graders.sandbox import _linux as kernel
+from arbiter.graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame
 
 #: The sandbox's modules the template runs, in import order; all stdlib-only.
 TEMPLATE_MODULES = ("_codec", "_frames", "_remote", "_template")
@@ -62,19 +62,21 @@ while True:
 os.close(fd)
 boot = json.loads(raw)
 del raw
-for name in ("graders", "graders.sandbox"):
+for name in ("arbiter", "arbiter.graders", "arbiter.graders.sandbox"):
     package = types.ModuleType(name)
     package.__path__ = []
     sys.modules[name] = package
 for short, source in boot.pop("modules"):
-    name = "graders.sandbox." + short
+    name = "arbiter.graders.sandbox." + short
     module = types.ModuleType(name)
     module.__file__ = "<sandbox " + short + ">"
     sys.modules[name] = module
-    setattr(sys.modules["graders.sandbox"], short, module)
+    setattr(sys.modules["arbiter.graders.sandbox"], short, module)
     exec(compile(source, module.__file__, "exec"), module.__dict__)
     del source
-sys.modules["graders.sandbox._template"].main(boot["config"], boot["layers"], int(sys.argv[1]))
+sys.modules["arbiter.graders.sandbox._template"].main(
+    boot["config"], boot["layers"], int(sys.argv[1])
+)
 """
 
 #: Layers the pool's configuration leaves out (the escape suite's controls).

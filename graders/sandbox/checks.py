@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from types import CodeType, ModuleType
 from typing import Any, Literal
 
-from graders.sandbox.proxy import (
+from arbiter.graders.sandbox.proxy import (
     CandidateError,
     CandidateFunction,
     Channel,
@@ -36,7 +36,7 @@ from graders.sandbox.proxy import (
     LoadResult,
     Uncrossable,
 )
-from graders.sandbox.syntax import parse_module
+from arbiter.graders.sandbox.syntax import parse_module
 
 __all__ = ["CheckPlan", "CheckPlanError", "UnitOutcome", "plan_function_tests", "run_plan"]
 

@@ -3,7 +3,7 @@
 A run's wall-clock backstop measures the candidate's own work: when a busy
 host (or this service's own trusted side and fast lane) keeps its processes
 off the CPU, the time they wait runnable is credited to it (see
-:class:`graders.sandbox.lanes.LeastAttained`), and so is the time the run
+:class:`arbiter.graders.sandbox.lanes.LeastAttained`), and so is the time the run
 waits for the trusted side between two calls (the tests' own work, in the
 service or in the pytest host). Every wait on the run moves with it: the
 template's kill, the proxy's calls, the sandbox's report and the pytest
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from graders.credit import credit_listener
+from arbiter.graders.credit import credit_listener
 
 __all__ = ["DeadlineView", "Moving", "RunDeadline"]
 
@@ -66,7 +66,7 @@ class RunDeadline:
     deadline moves on while the trusted side works; :meth:`refresh` (the
     pool's timer thread, the suite's reader) tells ``pusher`` (the slot tells
     the template the run's new backstop) and the context's
-    :data:`~graders.credit.credit_listener` (the grading job's own timeout).
+    :data:`~arbiter.graders.credit.credit_listener` (the grading job's own timeout).
     """
 
     #: A push made while the trusted side works reaches this far ahead: the

@@ -8,8 +8,8 @@ fast place goes to the next run. :class:`Lanes` admits runs, :func:`demote`
 lowers one, :class:`LeastAttained` gives the long lane's CPU first to the long
 runs that have had the least, :class:`Timers` is the one thread that demotes
 and ranks on time, and :class:`IdleGroup` is the cgroup. :class:`LeastAttained` also credits each
-long run with the time it waited for a CPU (see :mod:`graders.sandbox.clock`). The zygote and the
-confined runs never see any of this: it all happens on the trusted side.
+long run with the time it waited for a CPU (see :mod:`arbiter.graders.sandbox.clock`). The
+zygote and the confined runs never see any of this: it all happens on the trusted side.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from graders.sandbox.errors import SandboxError
+from arbiter.graders.sandbox.errors import SandboxError
 
 __all__ = [
     "IdleGroup",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from graders.sandbox.pool import PoolConfig, SandboxPool
+from arbiter.graders.sandbox.pool import PoolConfig, SandboxPool
 
 __all__ = ["LAYERS", "MissingLayersError", "check_layers", "require_layers"]
 

@@ -2,7 +2,7 @@
 
 Each slot is a fresh interpreter (never a fork of this process, which may hold
 secrets and other tasks' tests) that confines itself once and then forks one
-confined child per run (see :mod:`graders.sandbox._zygote`). The pool hands a
+confined child per run (see :mod:`arbiter.graders.sandbox._zygote`). The pool hands a
 slot to one run at a time; a slot whose zygote stops answering is killed and
 started again, and the run gets a :class:`SandboxError`, an infrastructure
 fault that is never the candidate's.
@@ -11,8 +11,8 @@ One concept: the protocol with the zygote. The limits and
 reports that cross to it, a slot's start, request, report and sweep, and the
 pool's admission of runs to slots change together, and each half is read
 against the other. What does not cross it lives apart: scheduling between the
-lanes in :mod:`graders.sandbox.lanes`, uid ownership in
-:mod:`graders.sandbox.uids`, the zygote itself in :mod:`graders.sandbox._zygote`.
+lanes in :mod:`arbiter.graders.sandbox.lanes`, uid ownership in
+:mod:`arbiter.graders.sandbox.uids`, the zygote itself in :mod:`arbiter.graders.sandbox._zygote`.
 """
 
 from __future__ import annotations
@@ -36,16 +36,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from graders.sandbox._frames import (
+import arbiter
+from arbiter.graders.sandbox._frames import (
     CONTROL_MAX_BYTES,
     ChannelClosed,
     ChannelTimeout,
     recv_frame,
     send_frame,
 )
-from graders.sandbox.clock import Moving, RunDeadline
-from graders.sandbox.errors import SandboxError
-from graders.sandbox.lanes import (
+from arbiter.graders.sandbox.clock import Moving, RunDeadline
+from arbiter.graders.sandbox.errors import SandboxError
+from arbiter.graders.sandbox.lanes import (
     IdleGroup,
     Lanes,
     LeastAttained,
@@ -55,7 +56,7 @@ from graders.sandbox.lanes import (
     trusted_process,
     waited_s,
 )
-from graders.sandbox.uids import DEFAULT_UID_BASE, UidRange
+from arbiter.graders.sandbox.uids import DEFAULT_UID_BASE, UidRange
 
 logger = logging.getLogger("arbiter.graders.sandbox.pool")
 
@@ -163,19 +164,21 @@ DEFAULT_LONG_AFTER_S = 0.1
 #: Long-lane places per fast slot (their zygotes start only when a run first needs one).
 LONG_LANE_PER_SLOT = 8
 
-_PROJECT_ROOT = str(Path(__file__).resolve().parents[2])
-#: How a zygote starts: ``graders`` and ``graders.sandbox`` are entered as bare
-#: packages, so that their ``__init__`` (pydantic, asyncio, the graders) never
+#: The folder that holds the ``arbiter`` package (a checkout, or site-packages).
+_PROJECT_ROOT = str(Path(arbiter.__file__).resolve().parents[1])
+#: How a zygote starts: ``arbiter``, ``arbiter.graders`` and ``arbiter.graders.sandbox``
+#: are entered as bare packages, so that their ``__init__`` (pydantic, asyncio, the graders) never
 #: runs there. The zygote holds only the standard library and the sandbox's own
 #: stdlib-only modules: less memory for every fork to copy, nothing else to reach.
 _ZYGOTE_BOOT = f"""
 import sys, types
-for name, path in (("graders", {str(Path(__file__).resolve().parents[1])!r}),
-                   ("graders.sandbox", {str(Path(__file__).resolve().parent)!r})):
+for name, path in (("arbiter", ""),
+                   ("arbiter.graders", {str(Path(__file__).resolve().parents[1])!r}),
+                   ("arbiter.graders.sandbox", {str(Path(__file__).resolve().parent)!r})):
     package = types.ModuleType(name)
-    package.__path__ = [path]
+    package.__path__ = [path] if path else []
     sys.modules[name] = package
-from graders.sandbox import _zygote
+from arbiter.graders.sandbox import _zygote
 _zygote.main()
 """
 _START_TIMEOUT_S = 30.0
@@ -235,7 +238,7 @@ class Limits:
     flight than cores do not fail a correct but slow candidate. The wall clock
     stays as a backstop at ``wall_factor`` times that (a run that sleeps or
     blocks uses no CPU), credited with the run's wait for a CPU (see
-    :mod:`graders.sandbox.clock`). A run still going after ``long_after_s`` of
+    :mod:`arbiter.graders.sandbox.clock`). A run still going after ``long_after_s`` of
     its own time (the wall clock less that wait) moves to the long lane: its
     place in the fast lane goes to the next run and
     its processes drop to the lowest CPU priority, so long runners never hold
@@ -425,7 +428,7 @@ class PoolConfig:
     #: counts per uid across the host, so a fork bomb in one slot must not
     #: starve the others. ``None``: the first range from DEFAULT_UID_BASE up
     #: that no other pool on this host holds (see
-    #: :class:`~graders.sandbox.uids.UidRange`); a number: exactly that range,
+    #: :class:`~arbiter.graders.sandbox.uids.UidRange`); a number: exactly that range,
     #: which must be free.
     uid_base: int | None = None
     preload: tuple[str, ...] = DEFAULT_PRELOAD
@@ -870,7 +873,7 @@ class SandboxPool:
         """Load ``code`` in a confined child and yield a channel to it.
 
         ``declared`` names the module's globals the tests may use (see
-        :mod:`graders.sandbox._remote`); nothing else of it is reachable. On
+        :mod:`arbiter.graders.sandbox._remote`); nothing else of it is reachable. On
         exit the child is killed and swept, and ``report`` is set. Raises
         :class:`SandboxError` when the slot fails (not when the candidate does).
         """

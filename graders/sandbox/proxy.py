@@ -9,7 +9,7 @@ a bare ``except:`` still cannot turn it into a pass.
 
 Results cross by value. Plain data is rebuilt here as exact types. An object
 with no encoding stays in the sandbox, and what the trusted side holds depends
-on what it is (see :mod:`graders.sandbox._remote`): a declared class, an
+on what it is (see :mod:`arbiter.graders.sandbox._remote`): a declared class, an
 instance of one, or one of its methods is a :class:`RemoteObject`, the API the
 tests name, whose attribute reads, calls, iteration, ``len``, indexing, ``in``
 and ``str`` are performed over there and answered with data; anything else is
@@ -19,7 +19,7 @@ asked of the candidate.
 
 Arguments follow Python's semantics: the mutable containers a call passes are
 numbered, and the contents the candidate left in them are copied back into the
-very objects the test holds (:class:`~graders.sandbox._codec.Sharing`).
+very objects the test holds (:class:`~arbiter.graders.sandbox._codec.Sharing`).
 
 An exception the candidate raises comes back as a :class:`CandidateError`;
 when its class derives, by identity, from a builtin exception (or from one of
@@ -49,8 +49,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from graders.sandbox import _codec as codec
-from graders.sandbox._frames import (
+from arbiter.graders.sandbox import _codec as codec
+from arbiter.graders.sandbox._frames import (
     ChannelClosed,
     ChannelTimeout,
     FrameReader,
@@ -58,7 +58,7 @@ from graders.sandbox._frames import (
     send_frame,
     send_frames,
 )
-from graders.sandbox.clock import Moving
+from arbiter.graders.sandbox.clock import Moving
 
 __all__ = [
     "CandidateError",
@@ -370,7 +370,7 @@ class Channel:
     def do(
         self, what: str, target: RemoteObject | None, *args: Any, name: str = "", **kwargs: Any
     ) -> Any:
-        """Perform ``what`` on an object in the sandbox (see :mod:`graders.sandbox._remote`).
+        """Perform ``what`` on an object in the sandbox (:mod:`arbiter.graders.sandbox._remote`).
 
         ``target`` is a handle, or None for the module itself (``what="global"``
         reads the declared global ``name``); the result is data or another handle.

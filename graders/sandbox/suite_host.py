@@ -2,7 +2,7 @@
 
 The candidate's module is loaded in a confined child of the sandbox pool, as for
 function tasks; its channel's descriptor is handed to a child of the suite host
-(:mod:`graders.sandbox.suite_server`), which runs the task's test files against a
+(:mod:`arbiter.graders.sandbox.suite_server`), which runs the task's test files against a
 proxy of that module and writes the verdict on a pipe this side reads. The host
 is a fresh interpreter started with an empty environment (never a fork of the
 service, which holds secrets) and it never runs candidate code, so what it
@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame, send_frame
-from graders.sandbox.clock import RunDeadline
-from graders.sandbox.lanes import RANK_EVERY_S
-from graders.sandbox.pool import REPORT_GRACE_S, SandboxError, spawn_boot
+from arbiter.graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame, send_frame
+from arbiter.graders.sandbox.clock import RunDeadline
+from arbiter.graders.sandbox.lanes import RANK_EVERY_S
+from arbiter.graders.sandbox.pool import REPORT_GRACE_S, SandboxError, spawn_boot
 
 __all__ = ["SuiteHost", "SuiteReport"]
 
@@ -41,12 +41,13 @@ SUITE_GRACE_S = REPORT_GRACE_S / 5
 _MAX_REPORT_BYTES = 4 << 20
 _HOST_BOOT = f"""
 import sys, types
-for name, path in (("graders", {str(Path(__file__).resolve().parents[1])!r}),
-                   ("graders.sandbox", {str(Path(__file__).resolve().parent)!r})):
+for name, path in (("arbiter", ""),
+                   ("arbiter.graders", {str(Path(__file__).resolve().parents[1])!r}),
+                   ("arbiter.graders.sandbox", {str(Path(__file__).resolve().parent)!r})):
     package = types.ModuleType(name)
-    package.__path__ = [path]
+    package.__path__ = [path] if path else []
     sys.modules[name] = package
-from graders.sandbox import suite_server
+from arbiter.graders.sandbox import suite_server
 suite_server.main()
 """
 
@@ -139,8 +140,18 @@ class SuiteHost:
                 ours, max_bytes=CONTROL_MAX_BYTES, deadline=time.monotonic() + _START_TIMEOUT_S
             )
         except (OSError, EOFError, ValueError) as e:
+            # Its own last words (an import error, say) say more than the closed channel.
+            try:
+                with open(os.path.join(self._scratch, "host.log"), "rb") as log:
+                    log.seek(0, os.SEEK_END)
+                    log.seek(max(0, log.tell() - 1500))
+                    said = log.read().decode(errors="replace").strip()
+            except OSError:
+                said = ""
             self._stop()
-            raise SandboxError(f"the trusted pytest host did not start: {e}") from e
+            raise SandboxError(
+                f"the trusted pytest host did not start: {e}" + (f": {said}" if said else "")
+            ) from e
         if ready.get("op") != "ready":
             self._stop()
             raise SandboxError(f"the trusted pytest host said {ready!r} on start")

@@ -1,10 +1,10 @@
 """The trusted pytest process: runs a task's test files against a proxy of the candidate's module.
 
-Started by :mod:`graders.sandbox.suite_host` as a clean interpreter (empty
+Started by :mod:`arbiter.graders.sandbox.suite_host` as a clean interpreter (empty
 environment, never a fork of the service), it imports pytest, warms it up, and
 forks one child per suite. The child never runs candidate code: the module the
 tests import under the candidate's name is built here, and every global in it
-is data decoded from the sandbox or a :class:`~graders.sandbox.proxy.RemoteObject`
+is data decoded from the sandbox or a :class:`~arbiter.graders.sandbox.proxy.RemoteObject`
 handle into the confined child that loaded the candidate. So every value that
 reaches an assert is an exact builtin value (or a handle that equals only
 itself), every comparison is made by this process, and the report it writes
@@ -33,10 +33,10 @@ from typing import Any
 
 import pytest
 
-from graders.sandbox import _linux as kernel
-from graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
-from graders.sandbox.clock import DeadlineView
-from graders.sandbox.proxy import (
+from arbiter.graders.sandbox import _linux as kernel
+from arbiter.graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
+from arbiter.graders.sandbox.clock import DeadlineView
+from arbiter.graders.sandbox.proxy import (
     Channel,
     ChannelBroken,
     LoadResult,

@@ -15,7 +15,7 @@ import symtable
 from collections.abc import Mapping
 from typing import Literal
 
-from graders.sandbox.syntax import parse_module
+from arbiter.graders.sandbox.syntax import parse_module
 
 __all__ = [
     "declared_names",

@@ -11,7 +11,7 @@ import fcntl
 import os
 import tempfile
 
-from graders.sandbox.errors import SandboxError
+from arbiter.graders.sandbox.errors import SandboxError
 
 __all__ = ["DEFAULT_UID_BASE", "UidRange"]
 

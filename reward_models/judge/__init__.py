@@ -21,18 +21,18 @@ concurrency limit, a deadline, retries with exponential backoff (honouring
 ``Retry-After``) on retryable failures only, N votes with an aggregation, and
 an LRU cache keyed by (model, prompt hash, sampling parameters, vote).
 
-The package holds one module per job: :mod:`~reward_models.judge.types`,
-:mod:`~reward_models.judge.prompts`, :mod:`~reward_models.judge.verdicts`, the
-backends :mod:`~reward_models.judge.openai_chat` and
-:mod:`~reward_models.judge.local_model`, and :mod:`~reward_models.judge.client`.
+The package holds one module per job: :mod:`~arbiter.reward_models.judge.types`,
+:mod:`~arbiter.reward_models.judge.prompts`, :mod:`~arbiter.reward_models.judge.verdicts`, the
+backends :mod:`~arbiter.reward_models.judge.openai_chat` and
+:mod:`~arbiter.reward_models.judge.local_model`, and :mod:`~arbiter.reward_models.judge.client`.
 """
 
-from reward_models.judge.client import JudgeClient
-from reward_models.judge.limits import RateLimiter
-from reward_models.judge.local_model import LocalCausalLMBackend
-from reward_models.judge.openai_chat import JudgeUnavailableRetryAfter, OpenAIChatBackend
-from reward_models.judge.prompts import load_template, render_pairwise_prompt, render_prompt
-from reward_models.judge.types import (
+from arbiter.reward_models.judge.client import JudgeClient
+from arbiter.reward_models.judge.limits import RateLimiter
+from arbiter.reward_models.judge.local_model import LocalCausalLMBackend
+from arbiter.reward_models.judge.openai_chat import JudgeUnavailableRetryAfter, OpenAIChatBackend
+from arbiter.reward_models.judge.prompts import load_template, render_pairwise_prompt, render_prompt
+from arbiter.reward_models.judge.types import (
     Criterion,
     JudgeBackend,
     JudgeDefaults,
@@ -46,7 +46,7 @@ from reward_models.judge.types import (
     TokenLogprob,
     Verdict,
 )
-from reward_models.judge.verdicts import parse_preference, parse_verdict
+from arbiter.reward_models.judge.verdicts import parse_preference, parse_verdict
 
 __all__ = [
     "Criterion",

@@ -4,7 +4,7 @@ Retries (exponential backoff, honouring ``Retry-After``) are for retryable
 failures only; the cache is an LRU keyed by (model, prompt hash, sampling
 parameters, vote). Optional rate limits (requests and tokens per minute) hold
 calls back before they are sent; every call and failure is counted in the
-client's :class:`~reward_models.usage.ModelUsage`.
+client's :class:`~arbiter.reward_models.usage.ModelUsage`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from typing import Literal
 
 from cachetools import LRUCache
 
-from reward_models.errors import JudgeError, JudgeTimeoutError, JudgeUnavailableError
-from reward_models.judge.limits import RateLimiter, estimate_tokens
-from reward_models.judge.types import (
+from arbiter.reward_models.errors import JudgeError, JudgeTimeoutError, JudgeUnavailableError
+from arbiter.reward_models.judge.limits import RateLimiter, estimate_tokens
+from arbiter.reward_models.judge.types import (
     Criterion,
     JudgeBackend,
     JudgeDefaults,
@@ -33,8 +33,8 @@ from reward_models.judge.types import (
     Preference,
     SamplingParams,
 )
-from reward_models.judge.verdicts import parse_preference, parse_verdict
-from reward_models.usage import ModelUsage
+from arbiter.reward_models.judge.verdicts import parse_preference, parse_verdict
+from arbiter.reward_models.usage import ModelUsage
 
 __all__ = ["JudgeClient"]
 

@@ -6,8 +6,8 @@ import asyncio
 import concurrent.futures
 from typing import Any
 
-from reward_models.errors import ConfigurationError
-from reward_models.judge.types import JudgeReply, Messages, SamplingParams, TokenLogprob
+from arbiter.reward_models.errors import ConfigurationError
+from arbiter.reward_models.judge.types import JudgeReply, Messages, SamplingParams, TokenLogprob
 
 __all__ = ["LocalCausalLMBackend"]
 

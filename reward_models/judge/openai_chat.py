@@ -7,14 +7,14 @@ from typing import Any
 
 import httpx
 
-from reward_models.errors import (
+from arbiter.reward_models.errors import (
     JudgeError,
     JudgeShapeError,
     JudgeTimeoutError,
     JudgeUnavailableError,
 )
-from reward_models.judge.types import JudgeReply, Messages, SamplingParams, TokenLogprob
-from reward_models.secrets import redact_url
+from arbiter.reward_models.judge.types import JudgeReply, Messages, SamplingParams, TokenLogprob
+from arbiter.reward_models.secrets import redact_url
 
 __all__ = ["JudgeUnavailableRetryAfter", "OpenAIChatBackend"]
 

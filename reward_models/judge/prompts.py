@@ -6,8 +6,8 @@ import contextlib
 import re
 from pathlib import Path
 
-from reward_models.errors import ConfigurationError
-from reward_models.judge.types import Criterion, Messages
+from arbiter.reward_models.errors import ConfigurationError
+from arbiter.reward_models.judge.types import Criterion, Messages
 
 __all__ = ["TEMPLATES", "load_template", "render_pairwise_prompt", "render_prompt"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
-from reward_models.errors import ConfigurationError
+from arbiter.reward_models.errors import ConfigurationError
 
 __all__ = [
     "Criterion",

@@ -12,8 +12,8 @@ import math
 import re
 from typing import Literal
 
-from reward_models.errors import JudgeParseError
-from reward_models.judge.types import Criterion, JudgeReply, Preference, Verdict
+from arbiter.reward_models.errors import JudgeParseError
+from arbiter.reward_models.judge.types import Criterion, JudgeReply, Preference, Verdict
 
 __all__ = ["PREFERENCE_PATTERN", "RESULT_PATTERN", "parse_preference", "parse_verdict"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine
 
-from store.tables import metadata
+from arbiter.store.tables import metadata
 
 config = context.config
 target_metadata = metadata

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from arbiter.store.db import Store
 from bench.serve import wait_ready
-from store.db import Store
 
 REPO = Path(__file__).resolve().parents[2]
 

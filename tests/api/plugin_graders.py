@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import ClassVar
 
-from graders.base import Grader, GraderConfig
-from graders.registry import GraderRegistry
-from graders.types import GradeResult, Sample
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.types import GradeResult, Sample
 
 
 class SleepConfig(GraderConfig):

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from api.body import INT_MAX, INT_MIN, MAX_DEPTH, check_limits
+from arbiter.api.body import INT_MAX, INT_MIN, MAX_DEPTH, check_limits
 
 JSON = st.recursive(
     st.none()

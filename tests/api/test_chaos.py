@@ -33,11 +33,11 @@ import pytest
 from sqlalchemy import create_engine, select
 
 from arbiter.client import ArbiterClient
-from graders.registry import default_registry
-from graders.types import Sample
-from rubrics import score_samples
-from rubrics.loader import parse_rubric
-from store.tables import requests, rewards
+from arbiter.graders.registry import default_registry
+from arbiter.graders.types import Sample
+from arbiter.rubrics import score_samples
+from arbiter.rubrics.loader import parse_rubric
+from arbiter.store.tables import requests, rewards
 from tests.api import plugin_graders
 from tests.api.conftest import Server, StartServer
 from tests.api.store_faults import held_lock, private_postgres

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import create_engine, func, make_url, select
 
 from arbiter.client import ArbiterClient
-from store.tables import idempotency_claims, requests, rewards
+from arbiter.store.tables import idempotency_claims, requests, rewards
 from tests.api.conftest import Server, StartServer
 from tests.api.store_faults import CuttingProxy, held_lock, proxied_url
 

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from api.drift_watch import DriftWatch
-from api.metrics import Metrics
-from graders.types import Sample
-from rubrics import RubricError, build_rubric, score_samples
-from store.db import Store
+from arbiter.api.drift_watch import DriftWatch
+from arbiter.api.metrics import Metrics
+from arbiter.graders.types import Sample
+from arbiter.rubrics import RubricError, build_rubric, score_samples
+from arbiter.store.db import Store
 
 
 def rubric(drift: dict[str, object]):
@@ -52,7 +52,7 @@ def test_bad_drift_thresholds_fail_at_load(bad):
 
 
 def test_a_shared_monitor_needs_a_server_database():
-    from api.settings import Settings
+    from arbiter.api.settings import Settings
 
     with pytest.raises(ValueError, match="needs a server database"):
         Settings(database_url="sqlite:///a.db", drift_monitor="shared")

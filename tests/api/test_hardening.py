@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from store.db import Store
+from arbiter.store.db import Store
 from tests.api.conftest import REPO, Server, StartServer
 
 #: /healthz must answer within this while anything else happens (a stall check).
@@ -485,7 +485,7 @@ def wait_ready(http: httpx.Client, ready: bool) -> dict[str, Any]:
 def logged_request_ids(db_url: str) -> set[str]:
     from sqlalchemy import select
 
-    from store.tables import requests
+    from arbiter.store.tables import requests
 
     store = Store(db_url)
     try:

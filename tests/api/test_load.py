@@ -10,8 +10,8 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
-from store.db import Store
-from store.tables import rewards
+from arbiter.store.db import Store
+from arbiter.store.tables import rewards
 from tests.api.conftest import Server, StartServer
 
 CLIENTS = 64

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Histogram, generate_latest
 
-from api.metrics import SCORE_BUCKETS, BatchHistogram
+from arbiter.api.metrics import SCORE_BUCKETS, BatchHistogram
 
 
 def exposition(registry: CollectorRegistry) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arbiter.cli import app
-from store.db import Store
+from arbiter.store.db import Store
 from tests.api.conftest import StartServer
 
 V1 = """\

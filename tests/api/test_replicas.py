@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import create_engine, func, select
 
 from arbiter.client import ArbiterClient, RewardBatch
-from store.tables import drift_alerts, requests, review_items, rewards
+from arbiter.store.tables import drift_alerts, requests, review_items, rewards
 from tests.api.conftest import Server, StartServer
 from tests.api.test_drift_api import DRIFTY, batch
 

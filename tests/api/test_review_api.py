@@ -11,14 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
-from api.review_sampler import ReviewSampler
-from api.routes import review as review_routes
-from api.settings import Settings
-from graders.types import Violation, ViolationType
-from rubrics.loader import parse_rubric
-from rubrics.reward import ComponentOutcome, Reward
-from store.db import Store
-from store.review import ClaimedItem, ReviewQueue
+from arbiter.api.review_sampler import ReviewSampler
+from arbiter.api.routes import review as review_routes
+from arbiter.api.settings import Settings
+from arbiter.graders.types import Violation, ViolationType
+from arbiter.rubrics.loader import parse_rubric
+from arbiter.rubrics.reward import ComponentOutcome, Reward
+from arbiter.store.db import Store
+from arbiter.store.review import ClaimedItem, ReviewQueue
 from tests.api.conftest import Server, StartServer
 
 REVIEWED = """\

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from api.review_view import (
+from arbiter.api.review_view import (
     component_summary,
     measured_facts,
     reward_summary,
     rubric_guidance,
 )
-from monitoring.agreement import pass_threshold
-from rubrics.loader import parse_rubric
+from arbiter.monitoring.agreement import pass_threshold
+from arbiter.rubrics.loader import parse_rubric
 
 RUBRIC = """\
 name: viewed

@@ -10,7 +10,7 @@ import time
 import httpx
 import pytest
 
-from store.db import Store
+from arbiter.store.db import Store
 from tests.api.conftest import Server, StartServer
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from graders.types import INFRASTRUCTURE_FAILURES
+from arbiter.graders.types import INFRASTRUCTURE_FAILURES
 from tests.api.conftest import REPO, StartServer
 from tests.api.test_hardening import descendants
 

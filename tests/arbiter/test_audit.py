@@ -18,8 +18,8 @@ from arbiter.audit import (
 )
 from arbiter.cli import app
 from arbiter.eval_loaders import load_humaneval, load_humanevalpack, load_mbpp, load_rewardbench
-from graders.registry import default_registry
-from graders.types import Sample
+from arbiter.graders.registry import default_registry
+from arbiter.graders.types import Sample
 from tests.strictness import unavailable
 
 REPO = Path(__file__).resolve().parents[2]

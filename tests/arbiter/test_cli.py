@@ -81,7 +81,7 @@ def test_validate_missing_file(tmp_path):
 
 
 def test_show_prints_resolved_rubric_and_its_hash():
-    from rubrics import load_rubric
+    from arbiter.rubrics import load_rubric
 
     rubric = load_rubric(EFFICIENCY)
     result = runner.invoke(app, ["rubric", "show", str(EFFICIENCY), "--json"])
@@ -108,7 +108,7 @@ def test_graders_lists_efficiency():
 
 def test_show_fills_in_the_drift_defaults_it_claims_to():
     # Issue 27: every drift threshold left out printed as null.
-    from monitoring.drift_config import DriftConfig
+    from arbiter.monitoring.drift_config import DriftConfig
 
     shown = json.loads(runner.invoke(app, ["rubric", "show", str(EFFICIENCY), "--json"]).stdout)
     drift = shown["rubric"]["drift"]

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from arbiter.cli import app
-from reward_models.hf import HFRewardModel, HFRewardModelSpec
+from arbiter.reward_models.hf import HFRewardModel, HFRewardModelSpec
 from tests.reward_models.declared import CHAT_SAMPLES, rewardbench_rows, save_rm, write_jsonl
 
 REPO = Path(__file__).resolve().parents[2]

@@ -11,10 +11,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from graders.registry import GraderRegistry
-from graders.reward_model import RewardModelGrader
-from reward_models.client import RewardModelClient
-from reward_models.hf import HFRewardModel, HFRewardModelSpec
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.reward_model import RewardModelGrader
+from arbiter.reward_models.client import RewardModelClient
+from arbiter.reward_models.hf import HFRewardModel, HFRewardModelSpec
 from tests.reward_models.tiny import llama_config, save_reward_model
 
 

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from store.db import Store
-from store.review import ReviewQueue
+from arbiter.store.db import Store
+from arbiter.store.review import ReviewQueue
 from tests.api.conftest import Server, StartServer
 
 pytestmark = pytest.mark.browser

@@ -21,12 +21,12 @@ os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
 
 from ray.cluster_utils import Cluster
 
+from arbiter.graders.executor import RemoteGrader, tenant
+from arbiter.graders.ray_executor import RayExecutor
+from arbiter.graders.registry import default_registry
+from arbiter.graders.types import Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig
 from bench.serve import free_port, wait_ready
-from graders.executor import RemoteGrader, tenant
-from graders.ray_executor import RayExecutor
-from graders.registry import default_registry
-from graders.types import Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig
 
 TESTS = "assert f(2) == 4\nassert f(3) == 9\n"
 TASK = TaskSpec(kind="python_function", tests=TESTS, entry_point="f")
@@ -271,9 +271,9 @@ def reward_model_replicas(address: str) -> dict[str, Any]:
     import tempfile
     from pathlib import Path
 
-    from reward_models.batcher import BatcherConfig
-    from reward_models.hf import HFRewardModel, HFRewardModelSpec
-    from reward_models.ray_replicas import RayRewardModelReplicas
+    from arbiter.reward_models.batcher import BatcherConfig
+    from arbiter.reward_models.hf import HFRewardModel, HFRewardModelSpec
+    from arbiter.reward_models.ray_replicas import RayRewardModelReplicas
     from tests.reward_models.tiny import llama_config, save_reward_model
 
     path = save_reward_model(Path(tempfile.mkdtemp(prefix="arbiter-rm-")) / "rm", llama_config())

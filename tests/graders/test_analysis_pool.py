@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from graders.analysis_pool import WorkerPool
-from graders.bandit import BanditConfig, BanditGrader, analyze_bandit, warm_bandit
-from graders.radon import RadonConfig, RadonGrader, measure_radon, warm_radon
-from graders.static_analysis import StaticAnalyzer
-from graders.types import Sample
+from arbiter.graders.analysis_pool import WorkerPool
+from arbiter.graders.bandit import BanditConfig, BanditGrader, analyze_bandit, warm_bandit
+from arbiter.graders.radon import RadonConfig, RadonGrader, measure_radon, warm_radon
+from arbiter.graders.static_analysis import StaticAnalyzer
+from arbiter.graders.types import Sample
 
 CODE = "```python\nimport subprocess\n\ndef f(x):\n    return subprocess.call(x, shell=True)\n```"
 

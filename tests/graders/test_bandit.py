@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from graders.analysis_pool import WorkerPool
-from graders.bandit import (
+from arbiter.graders.analysis_pool import WorkerPool
+from arbiter.graders.bandit import (
     LEVELS,
     BanditConfig,
     BanditGrader,
@@ -26,10 +26,10 @@ from graders.bandit import (
     analyze_bandit,
     score_findings,
 )
-from graders.registry import GraderRegistry
-from graders.runner import GraderJob, run_job
-from graders.static_analysis import StaticAnalyzer
-from graders.types import FailureKind, Sample, ViolationType
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.runner import GraderJob, run_job
+from arbiter.graders.static_analysis import StaticAnalyzer
+from arbiter.graders.types import FailureKind, Sample, ViolationType
 from tests.strictness import unavailable
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

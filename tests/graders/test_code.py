@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graders.code import extract_code
+from arbiter.graders.code import extract_code
 
 FENCE = "```"
 

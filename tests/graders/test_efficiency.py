@@ -8,7 +8,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from graders.efficiency import (
+from arbiter.graders.efficiency import (
     Budget,
     EfficiencyConfig,
     EfficiencyGrader,
@@ -16,7 +16,7 @@ from graders.efficiency import (
     score_efficiency,
     shape_score,
 )
-from graders.types import FailureKind, Sample
+from arbiter.graders.types import FailureKind, Sample
 
 B = Budget(limit=10, target=2)
 

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from arbiter.eval_loaders import load_humanevalpack, load_mbpp
-from graders.types import IOCase, Sample, TaskSpec, Violation, ViolationType
-from graders.violations import ViolationsConfig, find_violations
+from arbiter.graders.types import IOCase, Sample, TaskSpec, Violation, ViolationType
+from arbiter.graders.violations import ViolationsConfig, find_violations
 from tests.strictness import unavailable
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

@@ -12,11 +12,11 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from graders.llm_judge import LLMJudgeConfig, LLMJudgeGrader
-from graders.runner import GraderJob, run_jobs
-from graders.types import FailureKind, Sample
-from reward_models.errors import ConfigurationError
-from reward_models.judge import (
+from arbiter.graders.llm_judge import LLMJudgeConfig, LLMJudgeGrader
+from arbiter.graders.runner import GraderJob, run_jobs
+from arbiter.graders.types import FailureKind, Sample
+from arbiter.reward_models.errors import ConfigurationError
+from arbiter.reward_models.judge import (
     Criterion,
     JudgeClient,
     JudgeReply,
@@ -345,7 +345,7 @@ def judge_server(local_lm):
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    from reward_models.judge import SamplingParams
+    from arbiter.reward_models.judge import SamplingParams
 
     model, tokenizer = local_lm
     backend = LocalCausalLMBackend(model, tokenizer, name="tiny", prefill="[RESULT] ")

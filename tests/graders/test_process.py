@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eval_sets import eval_set_path
-from graders.process import (
+from arbiter.eval_sets import eval_set_path
+from arbiter.graders.process import (
     ProcessConfig,
     ProcessGrader,
     RunOutcome,
     parse_test_outcome,
     score_process,
 )
-from graders.types import FailureKind, Message, Sample
+from arbiter.graders.types import FailureKind, Message, Sample
 
 
 @pytest.mark.parametrize(

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from graders.program import assemble_program, program_of
-from graders.types import FailureKind, Message, Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
-from rubrics.loader import load_rubric
-from rubrics.score import score_samples
+from arbiter.graders.program import assemble_program, program_of
+from arbiter.graders.types import FailureKind, Message, Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from arbiter.rubrics.loader import load_rubric
+from arbiter.rubrics.score import score_samples
 from tests.strictness import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 from radon.metrics import mi_visit
 
-from graders.radon import (
+from arbiter.graders.radon import (
     Block,
     Curve,
     RadonConfig,
@@ -26,9 +26,9 @@ from graders.radon import (
     measure_radon,
     score_complexity,
 )
-from graders.registry import GraderRegistry
-from graders.static_analysis import StaticAnalyzer
-from graders.types import FailureKind, Sample
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.static_analysis import StaticAnalyzer
+from arbiter.graders.types import FailureKind, Sample
 from tests.strictness import unavailable
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

@@ -6,10 +6,10 @@ import asyncio
 import pickle
 from typing import Any
 
-from graders.base import GraderConfig
-from graders.ray_executor import StreamingActor
-from graders.registry import default_registry
-from graders.types import GradeResult, Sample
+from arbiter.graders.base import GraderConfig
+from arbiter.graders.ray_executor import StreamingActor
+from arbiter.graders.registry import default_registry
+from arbiter.graders.types import GradeResult, Sample
 
 
 class Unrebuildable(Exception):

@@ -12,16 +12,16 @@ import pytest
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 
-from graders.registry import default_registry
-from graders.reward_model import RewardModelConfig, RewardModelGrader, squash, to_messages
-from graders.runner import GraderJob, run_jobs
-from graders.types import FailureKind, Sample
-from reward_models.batcher import BatcherConfig
-from reward_models.client import RewardModelClient
-from reward_models.hf import HFRewardModel, HFRewardModelSpec
-from reward_models.vllm import VLLMRewardBackend
-from rubrics.json_schema import rubric_json_schema
-from rubrics.loader import load_rubric
+from arbiter.graders.registry import default_registry
+from arbiter.graders.reward_model import RewardModelConfig, RewardModelGrader, squash, to_messages
+from arbiter.graders.runner import GraderJob, run_jobs
+from arbiter.graders.types import FailureKind, Sample
+from arbiter.reward_models.batcher import BatcherConfig
+from arbiter.reward_models.client import RewardModelClient
+from arbiter.reward_models.hf import HFRewardModel, HFRewardModelSpec
+from arbiter.reward_models.vllm import VLLMRewardBackend
+from arbiter.rubrics.json_schema import rubric_json_schema
+from arbiter.rubrics.loader import load_rubric
 from tests.reward_models.tiny import build_tokenizer, llama_config, save_reward_model, text
 
 LIBRARY = Path(__file__).resolve().parents[2] / "rubrics" / "library"

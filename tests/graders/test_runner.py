@@ -8,9 +8,9 @@ from typing import ClassVar
 
 import pytest
 
-from graders.base import Grader, GraderConfig
-from graders.runner import GraderJob, run_job, run_jobs
-from graders.types import FailureKind, GradeResult, Sample
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.runner import GraderJob, run_job, run_jobs
+from arbiter.graders.types import FailureKind, GradeResult, Sample
 
 
 class Behaviour(GraderConfig):

@@ -7,7 +7,7 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from graders.types import FailureKind, GradeResult, Metrics, Sample
+from arbiter.graders.types import FailureKind, GradeResult, Metrics, Sample
 
 
 @pytest.mark.parametrize("score", [-0.01, 1.01, math.nan, math.inf])

@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from graders import unit_tests
-from graders.sandbox import (
+from arbiter.graders import unit_tests
+from arbiter.graders.sandbox import (
     LAYERS,
     CheckPlanError,
     MissingLayersError,
@@ -28,10 +28,15 @@ from graders.sandbox import (
     plan_function_tests,
     require_layers,
 )
-from graders.sandbox import _codec as codec
-from graders.sandbox.suites import expected_test_ids, tally, tampering_signals
-from graders.types import FailureKind, IOCase, Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader, outputs_match, score_outcomes
+from arbiter.graders.sandbox import _codec as codec
+from arbiter.graders.sandbox.suites import expected_test_ids, tally, tampering_signals
+from arbiter.graders.types import FailureKind, IOCase, Sample, TaskSpec
+from arbiter.graders.unit_tests import (
+    UnitTestsConfig,
+    UnitTestsGrader,
+    outputs_match,
+    score_outcomes,
+)
 
 # --- pure scoring ----------------------------------------------------------------
 
@@ -446,10 +451,11 @@ def test_suites_run_on_the_trusted_side_and_no_sandbox_process_carries_pytest() 
     listing = (
         "import sys\n"
         "def heavy():\n"
-        "    own = ('graders', 'graders.sandbox', 'graders.sandbox._template',\n"
-        "           'graders.sandbox._codec', 'graders.sandbox._frames',\n"
-        "           'graders.sandbox._remote')\n"
-        "    tops = {'pytest', '_pytest', 'pluggy', 'pydantic', 'asyncio', 'graders',\n"
+        "    own = ('arbiter', 'arbiter.graders', 'arbiter.graders.sandbox',\n"
+        "           'arbiter.graders.sandbox._template',\n"
+        "           'arbiter.graders.sandbox._codec', 'arbiter.graders.sandbox._frames',\n"
+        "           'arbiter.graders.sandbox._remote')\n"
+        "    tops = {'pytest', '_pytest', 'pluggy', 'pydantic', 'asyncio', 'arbiter',\n"
         "            'threading', 'queue', 'subprocess', 'ctypes', '_ctypes'}\n"
         "    return sorted(m for m in sys.modules if m.split('.')[0] in tops and m not in own)\n"
     )

@@ -12,20 +12,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench.violations_report import audit_hacks, humanevalpack_false_positives, load_samples
-from eval_sets import eval_set_path
-from graders.detectors import SUPPRESSIONS, cases_from_task, detect_response, detect_static
-from graders.registry import GraderRegistry
-from graders.types import FailureKind, IOCase, Sample, TaskSpec, Violation, ViolationType
-from graders.violations import (
+from arbiter.eval_sets import eval_set_path
+from arbiter.graders.detectors import SUPPRESSIONS, cases_from_task, detect_response, detect_static
+from arbiter.graders.registry import GraderRegistry
+from arbiter.graders.types import FailureKind, IOCase, Sample, TaskSpec, Violation, ViolationType
+from arbiter.graders.violations import (
     DEFAULT_SEVERITY,
     SuppressionKind,
     ViolationsConfig,
     ViolationsGrader,
     score_violations,
 )
-from rubrics import build_rubric
-from rubrics.score import score_samples
+from arbiter.rubrics import build_rubric
+from arbiter.rubrics.score import score_samples
+from bench.violations_report import audit_hacks, humanevalpack_false_positives, load_samples
 from tests.strictness import unavailable
 
 SHARED_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from monitoring.agreement import (
+from arbiter.monitoring.agreement import (
     LabelledPair,
     agreement,
     agreement_report,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from monitoring.drift_incidents import group_incidents
+from arbiter.monitoring.drift_incidents import group_incidents
 
 
 def alert(

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from monitoring.drift import DriftMonitor, DriftState
-from monitoring.drift_alerts import REWARD_STREAM, Alert, Detector, StreamKey
-from monitoring.drift_config import DriftConfig
-from monitoring.drift_input import ComponentScores, RewardBatch, batch_from_rewards
+from arbiter.monitoring.drift import DriftMonitor, DriftState
+from arbiter.monitoring.drift_alerts import REWARD_STREAM, Alert, Detector, StreamKey
+from arbiter.monitoring.drift_config import DriftConfig
+from arbiter.monitoring.drift_input import ComponentScores, RewardBatch, batch_from_rewards
 
 N = 100
 LEAD = 1 + 6  # warm-up + reference windows of CONFIG
@@ -384,9 +384,9 @@ def test_batch_rejects_columns_of_the_wrong_length():
 
 
 def test_rewards_are_read_as_they_come_from_the_rubric():
-    from graders.types import Failure, FailureKind
-    from rubrics.reward import ComponentOutcome, Reward
-    from rubrics.rubric import RubricIdentity
+    from arbiter.graders.types import Failure, FailureKind
+    from arbiter.rubrics.reward import ComponentOutcome, Reward
+    from arbiter.rubrics.rubric import RubricIdentity
 
     def reward(i: int, passed: int, judge: float | None) -> Reward:
         tests = ComponentOutcome(

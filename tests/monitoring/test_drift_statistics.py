@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats  # type: ignore[import-untyped]
 
-from monitoring.drift_statistics import (
+from arbiter.monitoring.drift_statistics import (
     benjamini_hochberg,
     bootstrap_reference,
     effective_sd,

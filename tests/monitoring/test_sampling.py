@@ -8,8 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats
 
-from graders.types import ViolationType
-from monitoring.sampling import (
+from arbiter.graders.types import ViolationType
+from arbiter.monitoring.sampling import (
     ReviewCandidate,
     RewardDeciles,
     SamplingPolicy,

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from monitoring.drift_statistics import benjamini_hochberg, holm, ks_two_sample
-from reward_models.normalize import group_zscores
-from rubrics.compose import normalize_values
+from arbiter.monitoring.drift_statistics import benjamini_hochberg, holm, ks_two_sample
+from arbiter.reward_models.normalize import group_zscores
+from arbiter.rubrics.compose import normalize_values
 
 PVALUES = [
     ([0.001, 0.01, 0.02, 0.03, 0.04, 0.2], [1, 1, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0]),

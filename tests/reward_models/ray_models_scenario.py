@@ -24,11 +24,11 @@ os.environ.setdefault("RAY_memory_monitor_refresh_ms", "0")
 
 from ray.cluster_utils import Cluster
 
-from graders.registry import default_registry
-from graders.types import Sample
-from rubrics.loader import load_rubric
-from rubrics.models_file import load_models_file, prepare_registry
-from rubrics.score import score_samples
+from arbiter.graders.registry import default_registry
+from arbiter.graders.types import Sample
+from arbiter.rubrics.loader import load_rubric
+from arbiter.rubrics.models_file import load_models_file, prepare_registry
+from arbiter.rubrics.score import score_samples
 from tests.reward_models.declared import CHAT_SAMPLES, save_rm, write_jsonl
 
 RUBRIC = "rubrics/library/chat-reward-model.yaml"

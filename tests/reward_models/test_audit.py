@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from reward_models.audit import AuditRow, audit, humanevalpack_rows, main, read_rows
+from arbiter.reward_models.audit import AuditRow, audit, humanevalpack_rows, main, read_rows
 from tests.reward_models.tiny import llama_config, save_reward_model
 
 

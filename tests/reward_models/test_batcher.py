@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_models.batcher import BatcherConfig, DynamicBatcher, plan_batches
-from reward_models.errors import (
+from arbiter.reward_models.batcher import BatcherConfig, DynamicBatcher, plan_batches
+from arbiter.reward_models.errors import (
     BatcherClosedError,
     ConfigurationError,
     DeadlineExceededError,

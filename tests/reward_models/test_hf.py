@@ -10,11 +10,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reward_models.batcher import BatcherConfig
-from reward_models.chat import ChatEncoder, truncate_keeping_end
-from reward_models.client import RewardModelClient
-from reward_models.errors import ConfigurationError, ScoringContractError
-from reward_models.hf import CardExample, CardPair, HFRewardModel, HFRewardModelSpec
+from arbiter.reward_models.batcher import BatcherConfig
+from arbiter.reward_models.chat import ChatEncoder, truncate_keeping_end
+from arbiter.reward_models.client import RewardModelClient
+from arbiter.reward_models.errors import ConfigurationError, ScoringContractError
+from arbiter.reward_models.hf import CardExample, CardPair, HFRewardModel, HFRewardModelSpec
 from tests.reward_models.tiny import (
     EOS_TEMPLATE,
     build_tokenizer,

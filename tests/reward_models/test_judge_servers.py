@@ -17,10 +17,10 @@ from typing import Any
 import httpx
 import pytest
 
-from graders.llm_judge import LLMJudgeConfig, LLMJudgeGrader
-from graders.types import FailureKind, Sample
-from reward_models.judge import JudgeClient, OpenAIChatBackend, SamplingParams
-from reward_models.vllm import VLLMRewardBackend
+from arbiter.graders.llm_judge import LLMJudgeConfig, LLMJudgeGrader
+from arbiter.graders.types import FailureKind, Sample
+from arbiter.reward_models.judge import JudgeClient, OpenAIChatBackend, SamplingParams
+from arbiter.reward_models.vllm import VLLMRewardBackend
 from tests.reward_models.openai_server import (
     JUDGE_MESSAGES,
     judge_request,

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reward_models.errors import NormalizationError
-from reward_models.normalize import (
+from arbiter.reward_models.errors import NormalizationError
+from arbiter.reward_models.normalize import (
     AffineNormalizer,
     GroupZScorer,
     RunningZNormalizer,

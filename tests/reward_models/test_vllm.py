@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from reward_models.batcher import BatcherConfig
-from reward_models.client import RewardModelClient
-from reward_models.errors import BackendError, BackendUnavailableError
-from reward_models.vllm import VLLMRewardBackend
+from arbiter.reward_models.batcher import BatcherConfig
+from arbiter.reward_models.client import RewardModelClient
+from arbiter.reward_models.errors import BackendError, BackendUnavailableError
+from arbiter.reward_models.vllm import VLLMRewardBackend
 from tests.reward_models.tiny import build_tokenizer, text
 
 

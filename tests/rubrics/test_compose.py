@@ -9,9 +9,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from graders.types import FailureKind, GradeResult, Violation, ViolationType
-from rubrics import build_rubric, compose, normalize_rewards, normalize_values
-from rubrics.reward import Reward
+from arbiter.graders.types import FailureKind, GradeResult, Violation, ViolationType
+from arbiter.rubrics import build_rubric, compose, normalize_rewards, normalize_values
+from arbiter.rubrics.reward import Reward
 
 BUDGET = {"max_turns": 8}
 NAMES = ["a", "b", "c", "d", "e"]

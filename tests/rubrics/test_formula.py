@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rubrics.formula import FormulaError, FormulaEvalError, compile_formula
+from arbiter.rubrics.formula import FormulaError, FormulaEvalError, compile_formula
 
 NAMES = ["tests", "judge", "style"]
 ENV = {"tests": 1.0, "judge": 0.5, "style": 0.25}

@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 from ruamel.yaml import YAML
 
-from rubrics import RubricError, load_rubric, parse_rubric
-from rubrics.json_schema import rubric_json_schema
+from arbiter.rubrics import RubricError, load_rubric, parse_rubric
+from arbiter.rubrics.json_schema import rubric_json_schema
 
 REPO = Path(__file__).resolve().parents[2]
 LIBRARY = sorted((REPO / "rubrics" / "library").glob("*.yaml"))

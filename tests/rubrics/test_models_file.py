@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reward_models.declarations import JudgeSpec, shown
-from reward_models.errors import (
+from arbiter.reward_models.declarations import JudgeSpec, shown
+from arbiter.reward_models.errors import (
     BackendUnavailableError,
     JudgeParseError,
     LabelCountError,
@@ -17,10 +17,10 @@ from reward_models.errors import (
     SecretMissingError,
     error_kind,
 )
-from reward_models.judge import JudgeDefaults, RateLimiter, SamplingParams
-from reward_models.judge.limits import _Reservation
-from reward_models.secrets import read_secret, redact_url
-from rubrics.models_file import ModelsFileError, models_json_schema, parse_models_file
+from arbiter.reward_models.judge import JudgeDefaults, RateLimiter, SamplingParams
+from arbiter.reward_models.judge.limits import _Reservation
+from arbiter.reward_models.secrets import read_secret, redact_url
+from arbiter.rubrics.models_file import ModelsFileError, models_json_schema, parse_models_file
 
 REPO = Path(__file__).resolve().parents[2]
 

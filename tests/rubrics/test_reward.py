@@ -6,8 +6,8 @@ import pickle
 
 import pytest
 
-from graders.types import Failure, FailureKind, GradeResult, Violation, ViolationType
-from rubrics.reward import ComponentOutcome
+from arbiter.graders.types import Failure, FailureKind, GradeResult, Violation, ViolationType
+from arbiter.rubrics.reward import ComponentOutcome
 
 RESULTS = [
     GradeResult(grader="efficiency", grader_version="1", score=0.25, details={"turns": 0.5}),

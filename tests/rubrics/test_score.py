@@ -7,11 +7,11 @@ from typing import ClassVar
 
 import pytest
 
-from graders.base import Grader, GraderConfig
-from graders.efficiency import EfficiencyGrader
-from graders.registry import GraderRegistry, UnknownGraderError
-from graders.types import FailureKind, GradeResult, Sample
-from rubrics import build_rubric, score_samples
+from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.efficiency import EfficiencyGrader
+from arbiter.graders.registry import GraderRegistry, UnknownGraderError
+from arbiter.graders.types import FailureKind, GradeResult, Sample
+from arbiter.rubrics import build_rubric, score_samples
 
 
 class Flaky(Grader[GraderConfig]):

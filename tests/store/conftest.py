@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from store.db import RewardRow, Store
+from arbiter.store.db import RewardRow, Store
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

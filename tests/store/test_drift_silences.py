@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from store.db import Store
-from store.drift_log import DriftLog
+from arbiter.store.db import Store
+from arbiter.store.drift_log import DriftLog
 
 
 def test_a_silence_is_active_until_it_expires_or_is_lifted(store: Store) -> None:

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 from sqlalchemy import insert
 
-from store.db import RewardRow, Store
-from store.drift_log import GAP_GRACE_S, DriftLog, LeaderLock, LogCursor
-from store.idempotency import IdempotencyClaims
-from store.tables import requests, rewards
+from arbiter.store.db import RewardRow, Store
+from arbiter.store.drift_log import GAP_GRACE_S, DriftLog, LeaderLock, LogCursor
+from arbiter.store.idempotency import IdempotencyClaims
+from arbiter.store.tables import requests, rewards
 from tests.store.conftest import log_request
 
 
@@ -192,10 +192,10 @@ def test_replicas_started_together_migrate_one_at_a_time(postgres_url: str) -> N
 def test_replicas_sample_review_by_the_same_reward_deciles(postgres_url: str) -> None:
     import asyncio
 
-    from api.review_sampler import ReviewSampler
-    from api.settings import Settings
-    from graders.types import Sample
-    from rubrics import build_rubric, score_samples
+    from arbiter.api.review_sampler import ReviewSampler
+    from arbiter.api.settings import Settings
+    from arbiter.graders.types import Sample
+    from arbiter.rubrics import build_rubric, score_samples
 
     rubric = build_rubric(
         {
@@ -306,7 +306,7 @@ def test_renewal_touches_only_the_owners_listed_keys_and_release_all_drops_the_r
 def test_leases_are_stamped_with_the_databases_clock(store: Store) -> None:
     from sqlalchemy import select
 
-    from store.tables import idempotency_claims
+    from arbiter.store.tables import idempotency_claims
 
     before = time.time()
     with store.engine.connect() as conn:

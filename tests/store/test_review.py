@@ -15,8 +15,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import event
 
-from store.db import RewardRow, Store
-from store.review import (
+from arbiter.store.db import RewardRow, Store
+from arbiter.store.review import (
     ClaimedItem,
     EnqueueItem,
     Label,
@@ -24,7 +24,7 @@ from store.review import (
     LeaseLostError,
     ReviewQueue,
 )
-from store.tables import metadata
+from arbiter.store.tables import metadata
 
 
 class FakeClock:

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from store.db import _ROWS_PER_INSERT, DuplicateRequestError, Store
+from arbiter.store.db import _ROWS_PER_INSERT, DuplicateRequestError, Store
 from tests.store.conftest import RUBRIC_SHA256, log_request
 
 
@@ -111,7 +111,7 @@ def test_the_head_revision_read_from_the_files_is_alembics() -> None:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from store.db import _MIGRATIONS, head_revision
+    from arbiter.store.db import _MIGRATIONS, head_revision
 
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS))
@@ -124,7 +124,7 @@ def test_a_current_schema_is_not_migrated_again_and_alembic_is_not_loaded(
     import subprocess
     import sys
 
-    from store.db import head_revision
+    from arbiter.store.db import head_revision
 
     assert store.schema_revision() == head_revision()
     check = (

@@ -16,7 +16,7 @@ from arbiter.adapters.rows import (
     split_query,
 )
 from arbiter.client import ArbiterClient
-from tests.api.conftest import Server
+from tests.trainers.conftest import LiveServer
 
 TASK = {"kind": "python_function", "tests": ["assert f() == 1"], "entry_point": "f"}
 
@@ -91,7 +91,7 @@ def test_retired_and_invalid_settings_name_the_right_variable(monkeypatch):
     assert settings.client()._policy.budget_s == 120.0
 
 
-def test_trl_cache_keys_on_everything_that_changes_the_reward(live: Server):
+def test_trl_cache_keys_on_everything_that_changes_the_reward(live: LiveServer):
     """The same text with other metrics is another batch (it used to return the last answer)."""
     with ArbiterClient(live.url, live.keys["trainer"]) as client:
         (efficiency,), _ = trl.reward_functions(client, "efficiency-only")
@@ -102,7 +102,7 @@ def test_trl_cache_keys_on_everything_that_changes_the_reward(live: Server):
     assert by_ids == [0.0]  # completion_ids became completion_tokens
 
 
-def test_trl_abstention_is_none_in_every_function(live: Server):
+def test_trl_abstention_is_none_in_every_function(live: LiveServer):
     with ArbiterClient(live.url, live.keys["trainer"]) as client:
         funcs, _ = trl.reward_functions(client, "python-codegen")
         # No task: the required tests component cannot score, the rubric abstains
@@ -111,7 +111,7 @@ def test_trl_abstention_is_none_in_every_function(live: Server):
     assert "penalties" in outs  # penalties abstain too, not 0
 
 
-def test_verl_abstention_raises_by_default(adapter_env: Server, monkeypatch):
+def test_verl_abstention_raises_by_default(adapter_env: LiveServer, monkeypatch):
     monkeypatch.setenv("ARBITER_RUBRIC", "efficiency-only")
     monkeypatch.delenv("ARBITER_ABSTAIN")
     monkeypatch.setattr(verl, "_state", None)
@@ -120,7 +120,7 @@ def test_verl_abstention_raises_by_default(adapter_env: Server, monkeypatch):
     monkeypatch.setattr(verl, "_state", None)
 
 
-def test_concurrent_async_calls_are_coalesced(adapter_env: Server, monkeypatch):
+def test_concurrent_async_calls_are_coalesced(adapter_env: LiveServer, monkeypatch):
     monkeypatch.setenv("ARBITER_RUBRIC", "efficiency-only")
     monkeypatch.setattr(verl, "_state", None)
     sent: list[int] = []

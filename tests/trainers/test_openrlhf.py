@@ -15,8 +15,7 @@ from transformers import PreTrainedTokenizerFast
 
 from arbiter.adapters import openrlhf as openrlhf_adapter
 from arbiter.client import ArbiterClient
-from tests.api.conftest import Server
-from tests.trainers.conftest import demo_rows, demo_tokenizer
+from tests.trainers.conftest import LiveServer, demo_rows, demo_tokenizer
 
 
 @dataclass
@@ -78,7 +77,7 @@ def _run(executor, tokenizer, rows, max_length=4096) -> list[dict[str, Any]]:
     return asyncio.run(every())
 
 
-def _direct(server: Server, rows) -> list[float | None]:
+def _direct(server: LiveServer, rows) -> list[float | None]:
     with ArbiterClient(server.url, server.keys["trainer"]) as client:
         batch = client.rewards(
             [
@@ -90,13 +89,13 @@ def _direct(server: Server, rows) -> list[float | None]:
     return batch.values()
 
 
-def _credentialed(server: Server, key: str) -> str:
+def _credentialed(server: LiveServer, key: str) -> str:
     """The documented ``--reward.remote_url`` value: the key as the URL's password."""
     netloc = urlsplit(server.url).netloc
     return f"http://trainer:{key}@{netloc}/get_reward?rubric=python-codegen&abstain=zero"
 
 
-def test_remote_url_with_a_credential_in_the_url(live: Server, tokenizer):
+def test_remote_url_with_a_credential_in_the_url(live: LiveServer, tokenizer):
     key = live.keys["trainer"]
     # As train_ppo_ray passes --reward.remote_url to the executor (comma-separated list)
     executor = SingleTurnAgentExecutor(remote_rm_url=_credentialed(live, key).split(","))
@@ -111,7 +110,7 @@ def test_remote_url_with_a_credential_in_the_url(live: Server, tokenizer):
     assert key not in live.log.read_text()
 
 
-def test_remote_url_recovers_a_truncated_prompt(live: Server, tokenizer):
+def test_remote_url_recovers_a_truncated_prompt(live: LiveServer, tokenizer):
     executor = SingleTurnAgentExecutor(remote_rm_url=[_credentialed(live, live.keys["trainer"])])
     row = next(r for r in demo_rows() if r["id"] == "dedupe-correct")
     prompt_tokens = len(tokenizer(row["prompt"], add_special_tokens=False)["input_ids"])
@@ -121,7 +120,7 @@ def test_remote_url_recovers_a_truncated_prompt(live: Server, tokenizer):
     assert out["reward"] == [pytest.approx(1.0)]
 
 
-def test_basic_auth_does_not_weaken_the_header_path(live: Server):
+def test_basic_auth_does_not_weaken_the_header_path(live: LiveServer):
     body = {"query": ["p: x"], "prompts": ["p: "], "labels": [None]}
     url = f"{live.url}/get_reward"
     assert httpx.post(url, json=body).status_code == 401
@@ -133,7 +132,7 @@ def test_basic_auth_does_not_weaken_the_header_path(live: Server):
     assert ok.status_code == 200
 
 
-def test_reward_func_file_through_the_executor(adapter_env: Server, tokenizer, monkeypatch):
+def test_reward_func_file_through_the_executor(adapter_env: LiveServer, tokenizer, monkeypatch):
     monkeypatch.setattr(openrlhf_adapter, "_state", None)
     # OpenRLHF loads the file by path and calls reward_func once per sample, from threads
     executor = SingleTurnAgentExecutor(remote_rm_url=[openrlhf_adapter.__file__])
@@ -145,7 +144,7 @@ def test_reward_func_file_through_the_executor(adapter_env: Server, tokenizer, m
     assert all(float(o["extra_logs"]["truncated_prompt"][0]) == 0.0 for o in outputs)
 
 
-def test_one_unsplittable_query_does_not_fail_its_batch(live: Server):
+def test_one_unsplittable_query_does_not_fail_its_batch(live: LiveServer):
     row = next(r for r in demo_rows() if r["id"] == "dedupe-correct")
     body = {
         "query": [

@@ -14,8 +14,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from arbiter.adapters import trl as trl_adapter
 from arbiter.client import ArbiterClient
-from tests.api.conftest import Server
-from tests.trainers.conftest import demo_rows, score_with_cli
+from tests.trainers.conftest import LiveServer, demo_rows, score_with_cli
 
 GENERATIONS = 4
 
@@ -137,7 +136,9 @@ def _cli_rows(call: dict[str, Any], step: int) -> list[dict[str, Any]]:
 
 
 @pytest.mark.slow
-def test_grpo_with_the_composite_reward_matches_arbiter_score(live: Server, tmp_path, monkeypatch):
+def test_grpo_with_the_composite_reward_matches_arbiter_score(
+    live: LiveServer, tmp_path, monkeypatch
+):
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     prompts, scripted, tokenizer = _setup()
     calls: list[dict[str, Any]] = []
@@ -161,7 +162,7 @@ def test_grpo_with_the_composite_reward_matches_arbiter_score(live: Server, tmp_
 
 @pytest.mark.slow
 def test_grpo_with_one_function_per_component_matches_arbiter_score(
-    live: Server, tmp_path, monkeypatch
+    live: LiveServer, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     prompts, scripted, tokenizer = _setup()

@@ -16,8 +16,7 @@ from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
 
 from arbiter.adapters import verl as verl_adapter
 from arbiter.client import ArbiterClient
-from tests.api.conftest import Server
-from tests.trainers.conftest import demo_rows, demo_tokenizer
+from tests.trainers.conftest import LiveServer, demo_rows, demo_tokenizer
 
 CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
 
@@ -69,7 +68,7 @@ def _batch(tokenizer_dir: str, rows: list[dict[str, Any]]) -> DataProto:
 
 
 @pytest.mark.parametrize("name", ["compute_score_async", "compute_score"])
-def test_verl_reward_loop_scores_through_the_adapter(adapter_env: Server, tokenizer_dir, name):
+def test_verl_reward_loop_scores_through_the_adapter(adapter_env: LiveServer, tokenizer_dir, name):
     config = _config(
         [
             "reward.custom_reward_function.path=pkg://arbiter.adapters.verl",
@@ -135,7 +134,9 @@ def test_top_level_custom_reward_function_is_refused_with_the_right_key(tokenize
         verl_adapter.check_config(config)
 
 
-def test_arbiter_reward_manager_passes_uid_and_response_length(adapter_env: Server, tokenizer_dir):
+def test_arbiter_reward_manager_passes_uid_and_response_length(
+    adapter_env: LiveServer, tokenizer_dir
+):
     config = _config(
         [
             "reward.custom_reward_function.path=pkg://arbiter.adapters.verl",

@@ -18,9 +18,9 @@ from typing import Literal
 
 import pytest
 
-from graders.sandbox import LAYERS, PoolConfig, SandboxPool, require_layers
-from graders.types import GradeResult, IOCase, Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from arbiter.graders.sandbox import LAYERS, PoolConfig, SandboxPool, require_layers
+from arbiter.graders.types import GradeResult, IOCase, Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.strictness import unavailable
 
 #: ../shared/data seen from the repository root.

@@ -1,7 +1,7 @@
 """The by-value protocol, both halves driven in this process: what crosses, and as what.
 
-The sandbox's half (:class:`graders.sandbox._remote.Session`) answers requests
-that the trusted half (:class:`graders.sandbox.proxy.Channel`) would send; each
+The sandbox's half (:class:`arbiter.graders.sandbox._remote.Session`) answers requests
+that the trusted half (:class:`arbiter.graders.sandbox.proxy.Channel`) would send; each
 test builds the request as the channel does and decodes the reply as it does.
 """
 
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from graders.sandbox import _codec as codec
-from graders.sandbox import _remote
-from graders.sandbox.proxy import CandidateError, Channel
-from graders.sandbox.suites import declared_names
+from arbiter.graders.sandbox import _codec as codec
+from arbiter.graders.sandbox import _remote
+from arbiter.graders.sandbox.proxy import CandidateError, Channel
+from arbiter.graders.sandbox.suites import declared_names
 
 
 def call(session: _remote.Session, fn: str, *args: Any) -> tuple[dict[str, Any], codec.Sharing]:

@@ -14,15 +14,15 @@ from collections.abc import Iterator
 
 import pytest
 
+from arbiter.graders.runner import GraderJob, run_job
+from arbiter.graders.sandbox import PoolConfig, SandboxPool
+from arbiter.graders.sandbox import pool as pool_module
+from arbiter.graders.sandbox.errors import SandboxError
+from arbiter.graders.sandbox.lanes import HostShare
+from arbiter.graders.sandbox.pool import Limits
+from arbiter.graders.types import FailureKind, Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from arbiter.load import cpu_load
-from graders.runner import GraderJob, run_job
-from graders.sandbox import PoolConfig, SandboxPool
-from graders.sandbox import pool as pool_module
-from graders.sandbox.errors import SandboxError
-from graders.sandbox.lanes import HostShare
-from graders.sandbox.pool import Limits
-from graders.types import FailureKind, Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade
 
 RETURNS_TRUE = function_task("assert f() is True\n")

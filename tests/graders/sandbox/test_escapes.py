@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from graders.sandbox import SandboxPool
-from graders.types import FailureKind, TaskSpec, ViolationType
-from graders.unit_tests import UnitTestsGrader
+from arbiter.graders.sandbox import SandboxPool
+from arbiter.graders.types import FailureKind, TaskSpec, ViolationType
+from arbiter.graders.unit_tests import UnitTestsGrader
 from tests.graders.sandbox.conftest import (
     Canary,
     Listener,

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from graders.sandbox import _codec as codec
-from graders.sandbox._frames import (
+from arbiter.graders.sandbox import _codec as codec
+from arbiter.graders.sandbox._frames import (
     ChannelClosed,
     ChannelTimeout,
     FrameReader,
@@ -19,7 +19,7 @@ from graders.sandbox._frames import (
     send_frame,
     send_frames,
 )
-from graders.sandbox.proxy import Channel
+from arbiter.graders.sandbox.proxy import Channel
 
 
 @pytest.fixture

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from graders.sandbox import PoolConfig, SandboxPool
-from graders.sandbox.errors import SandboxError
-from graders.sandbox.lanes import Lanes, Timers
-from graders.types import FailureKind, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from arbiter.graders.sandbox import PoolConfig, SandboxPool
+from arbiter.graders.sandbox.errors import SandboxError
+from arbiter.graders.sandbox.lanes import Lanes, Timers
+from arbiter.graders.types import FailureKind, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade
 from tests.strictness import unavailable
 
@@ -159,7 +159,7 @@ NEEDS_A_CPU_SECOND = (
 
 def _attained_s(pool: SandboxPool) -> list[float]:
     """Return the CPU seconds each run now in progress in ``pool`` has had."""
-    from graders.sandbox.lanes import _cpu_ticks, _run_pids
+    from arbiter.graders.sandbox.lanes import _cpu_ticks, _run_pids
 
     ticks = os.sysconf("SC_CLK_TCK")
     return [
@@ -214,7 +214,7 @@ def test_least_attained_a_long_run_that_has_had_less_cpu_goes_first() -> None:
 def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
     small_pool: SandboxPool,
 ) -> None:
-    from graders.sandbox.lanes import _cpu_cgroup_dirs
+    from arbiter.graders.sandbox.lanes import _cpu_cgroup_dirs
 
     if os.geteuid() != 0:
         unavailable("only root can make a cpu cgroup for the long lane")
@@ -248,7 +248,7 @@ def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
 
 def _run_pids(pool: SandboxPool) -> list[int]:
     """Return the process of every run now in progress in ``pool``."""
-    from graders.sandbox.lanes import _children
+    from arbiter.graders.sandbox.lanes import _children
 
     return [
         run
@@ -261,7 +261,7 @@ def _run_pids(pool: SandboxPool) -> list[int]:
 
 def _run_nices(pool: SandboxPool) -> list[int]:
     """Return the autogroup nice value of every run now in progress in ``pool``."""
-    from graders.sandbox.lanes import _children
+    from arbiter.graders.sandbox.lanes import _children
 
     nices = []
     for slot in pool._slots:
@@ -310,7 +310,7 @@ def test_a_reference_that_fails_its_tests_leaves_the_configured_limit(
 
 
 def _sample(code: str, task: TaskSpec):  # type: ignore[no-untyped-def]
-    from graders.types import Sample
+    from arbiter.graders.types import Sample
 
     return Sample(id="s", response=f"```python\n{code}\n```", task=task)
 
@@ -336,7 +336,7 @@ def test_the_pools_timer_thread_runs_due_callbacks_and_skips_cancelled_ones() ->
 
 
 def test_idle_cgroups_left_by_dead_processes_are_swept_by_the_next_pool() -> None:
-    from graders.sandbox.lanes import _GROUP_PREFIX, _cpu_cgroup_dirs
+    from arbiter.graders.sandbox.lanes import _GROUP_PREFIX, _cpu_cgroup_dirs
 
     if os.geteuid() != 0:
         unavailable("only root can make a cpu cgroup for the long lane")

@@ -6,11 +6,11 @@ import socket
 
 import pytest
 
-from graders.sandbox import Limits, SandboxPool
-from graders.sandbox.checks import UnitOutcome, plan_function_tests, run_plan
-from graders.sandbox.proxy import Channel
-from graders.types import ViolationType
-from graders.unit_tests import UnitTestsGrader
+from arbiter.graders.sandbox import Limits, SandboxPool
+from arbiter.graders.sandbox.checks import UnitOutcome, plan_function_tests, run_plan
+from arbiter.graders.sandbox.proxy import Channel
+from arbiter.graders.types import ViolationType
+from arbiter.graders.unit_tests import UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade, not_a_pass
 
 #: A candidate with state: each call returns how many calls came before it, plus x.

@@ -29,10 +29,10 @@ from unittest import mock
 
 import pytest
 
-from graders.sandbox import _codec as codec
-from graders.sandbox import _remote
-from graders.types import GradeResult, TaskSpec, ViolationType
-from graders.unit_tests import UnitTestsGrader
+from arbiter.graders.sandbox import _codec as codec
+from arbiter.graders.sandbox import _remote
+from arbiter.graders.types import GradeResult, TaskSpec, ViolationType
+from arbiter.graders.unit_tests import UnitTestsGrader
 from tests.graders.sandbox.conftest import grade
 
 #: The suite every attack targets: fixtures, parametrize, a class, approx.

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from eval_sets import eval_set_path
-from graders.runner import GraderJob, run_jobs
-from graders.types import Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from arbiter.eval_sets import eval_set_path
+from arbiter.graders.runner import GraderJob, run_jobs
+from arbiter.graders.types import Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 
 RECORDS = [json.loads(line) for line in eval_set_path("pytest_suites").read_text().splitlines()]
 

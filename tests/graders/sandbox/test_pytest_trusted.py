@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from graders.types import TaskSpec, ViolationType
-from graders.unit_tests import UnitTestsGrader
+from arbiter.graders.types import TaskSpec, ViolationType
+from arbiter.graders.unit_tests import UnitTestsGrader
 from tests.graders.sandbox.conftest import grade
 
 FEATURES = """\

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from graders.types import Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from arbiter.graders.types import Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import SHARED_DATA
 from tests.strictness import unavailable
 

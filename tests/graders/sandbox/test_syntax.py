@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from graders.sandbox import syntax
+from arbiter.graders.sandbox import syntax
 
 REPO = Path(__file__).resolve().parents[3]
 PACKAGES = ["arbiter", "rubrics", "graders", "reward_models", "monitoring", "store", "api"]

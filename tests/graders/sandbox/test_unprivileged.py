@@ -16,9 +16,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 SCRIPT = """
 import json, os
-from graders.sandbox import PoolConfig, SandboxPool
-from graders.types import IOCase, Sample, TaskSpec
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from arbiter.graders.sandbox import PoolConfig, SandboxPool
+from arbiter.graders.types import IOCase, Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 
 out = {"uid": os.getuid()}
 with SandboxPool(PoolConfig(slots=1)) as pool:

@@ -49,14 +49,14 @@ from unittest import mock
 
 import pytest
 
-from graders.program import program_of
-from graders.registry import default_registry
-from graders.sandbox import PoolConfig, SandboxPool
-from graders.types import GradeResult, IOCase, Sample, TaskSpec, ViolationType
-from graders.unit_tests import UnitTestsConfig, UnitTestsGrader
-from graders.violations import ViolationsConfig, ViolationsGrader
-from rubrics.loader import load_rubric
-from rubrics.score import score_samples
+from arbiter.graders.program import program_of
+from arbiter.graders.registry import default_registry
+from arbiter.graders.sandbox import PoolConfig, SandboxPool
+from arbiter.graders.types import GradeResult, IOCase, Sample, TaskSpec, ViolationType
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from arbiter.graders.violations import ViolationsConfig, ViolationsGrader
+from arbiter.rubrics.loader import load_rubric
+from arbiter.rubrics.score import score_samples
 from tests.graders.sandbox.conftest import naive_pass
 from tests.graders.sandbox.verdict_attacks import (
     ATTACKS,

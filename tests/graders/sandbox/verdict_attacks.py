@@ -30,7 +30,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from graders.types import IOCase, Sample, TaskSpec
+from arbiter.graders.types import IOCase, Sample, TaskSpec
 
 __all__ = [
     "ATTACKS",
