@@ -60,9 +60,9 @@ def _settle_garbage_collector() -> None:
     """Keep the cyclic garbage collector off the request path (once per process).
 
     Everything loaded at start-up (modules, rubrics, the app, the store's
-    engine) lives as long as the process, yet every full collection walked it
-    again: about a tenth of the time per sample under load (bench/api.py).
-    Freezing moves it out of the collector's sight; a larger young threshold
+    engine) lives as long as the process, yet every full collection would walk
+    it again, on the request path. Freezing moves it out of the collector's
+    sight; a larger young threshold
     makes the collections of request garbage rarer. Reference counting still
     frees everything that is not in a cycle, as before.
     """

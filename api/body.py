@@ -2,8 +2,8 @@
 
 FastAPI decodes a declared body with the standard library's ``json`` and then
 validates the objects. For the rewards endpoint (hundreds of samples of a few
-kilobytes each) that decoding was the largest single cost outside grading, and
-the samples were serialized again later to be logged. :func:`parse_body`
+kilobytes each) that decoding is a large share of the work outside grading,
+and the samples would be serialized again later to be logged. :func:`parse_body`
 decodes with orjson, validates the same way FastAPI would, and keeps the
 decoded objects so the log can store each sample as it was sent.
 
@@ -80,8 +80,8 @@ def check_limits(data: Any, max_depth: int = MAX_DEPTH) -> tuple[tuple[str | int
 
     Walks in document order without recursion, so no input can exhaust the
     stack here; a stack of iterators, one per open container, keeps the path
-    without building one for every value (a tuple a value made this walk a
-    seventh of the rewards route's instructions a sample, cachegrind).
+    without building one for every value: the walk visits every value of
+    every request, and only a value over a limit needs its path.
     """
     if type(data) is not dict and type(data) is not list:
         return _scalar_problem(data, ())

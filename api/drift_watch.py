@@ -1,8 +1,8 @@
 """Drift monitoring in the service: feed each graded batch to the monitor, keep its alerts.
 
 The monitor (``arbiter.monitoring.drift``) is pure and not thread-safe; here it gets
-one lock, runs on the event loop (a few milliseconds a batch; in a worker
-thread the GIL hand-offs cost more than the work: bench/api.py), stores the
+one lock, runs on the event loop (its work per batch is small, and in a worker
+thread the GIL hand-offs would cost more than the work), stores the
 alerts it opens and closes, and exports the open ones to Prometheus. While an
 alert is open, the rewards of that rubric carry its flag
 (``drift:<component>:<detector>``), so a trainer can see that the signal it
@@ -184,9 +184,10 @@ class DriftWatch:
 
     def load(self) -> None:
         """Resume from the saved state (a fresh monitor when there is none or it is unreadable)."""
-        raw = self.store.load_drift_state(self.name)
-        if raw is None:
+        saved = DriftLog(self.store).load_state(self.name)
+        if saved is None:
             return
+        raw = saved[0]
         try:
             self.monitor = DriftMonitor.from_state(DriftState.model_validate_json(raw))
         except ValueError:
@@ -199,7 +200,7 @@ class DriftWatch:
         """Save the monitor's state."""
         with self._lock:
             state = self.monitor.state().model_dump_json()
-        self.store.save_drift_state(self.name, state)
+        DriftLog(self.store).save_state(self.name, state)
 
     def close(self) -> None:
         """Save the state at shutdown."""
@@ -233,7 +234,7 @@ class DriftWatch:
         opened = [_row(a, now) for a in update.opened]
         closed = [a.id for a in update.closed]
         if opened or closed:
-            self.store.record_alerts(opened, closed, now)
+            DriftLog(self.store).record_alerts(opened, closed, now)
             self._log_opened(update.opened, open_now)
         self._publish([_label(a) for a in open_now])
         return flags, opened, closed
@@ -285,8 +286,8 @@ class DriftWatch:
         """Feed a graded batch; return the rewards with the flags of open alerts added.
 
         A monitoring failure is logged and never costs the trainer its rewards.
-        Freezing a stream's reference bootstraps its threshold once (a fraction
-        of a second, once per stream); every other batch costs milliseconds.
+        Freezing a stream's reference bootstraps its threshold, the costliest
+        step, and it happens once per stream.
         """
         if time.monotonic() - self._silences_read >= SILENCE_REFRESH_S:
             await asyncio.to_thread(self.refresh_silences)
@@ -325,7 +326,7 @@ class DriftWatch:
             closed = [a for key in keys for a in self.monitor.reset_reference(key)]
             open_now = [_label(a) for a in self.monitor.open_alerts]
         if closed:
-            self.store.record_alerts([], [a.id for a in closed], now)
+            DriftLog(self.store).record_alerts([], [a.id for a in closed], now)
         self._publish(open_now)
         return len(closed)
 

@@ -11,11 +11,12 @@ for the batch (what was logged, what the client is told), is the pipeline.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,21 @@ WRITE_QUEUE_S = 2.0
 
 class WriteQueueTimeout(TimeoutError):
     """A store write waited too long for its turn and was not attempted."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """One request's batch as the pipeline's steps see it."""
+
+    endpoint: str
+    principal: Principal
+    idempotency_key: str | None
+    rubric: Rubric
+    samples: list[Sample]
+    sent: Sequence[Any] | None
+    deadline_s: float | None
+    envelope_fields: Mapping[str, Any]
+    body_sha256: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +129,18 @@ def too_large(n: int, limit: int) -> TooLarge:
         f"the batch has {n} samples; the limit is {limit} (ARBITER_MAX_BATCH_SAMPLES)",
         code="batch_too_large",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Logged:
+    """What :meth:`GradingPipeline._log` did: logged this batch, or replayed another replica's."""
+
+    request_id: str
+    batch: GradedBatch
+
+    @property
+    def replayed(self) -> bool:
+        return self.batch.replayed
 
 
 class GradingPipeline:
@@ -245,15 +273,26 @@ class GradingPipeline:
     ) -> GradedBatch:
         """Grade ``samples`` under ``rubric`` and log them, or replay the key's batch.
 
+        The steps, each a method: replay the key's logged batch or claim the key
+        (here), then :meth:`_admit`, :meth:`_score`, :meth:`_log` and :meth:`_offer`.
         ``envelope_fields`` are added to the logged envelope (a protocol's marker).
         ``body_sha256`` binds the idempotency key to the request's body: it is
         logged in the envelope, and a replay for another body is refused.
         """
-        slot = (principal.client, idempotency_key) if idempotency_key else None
-        if slot is None:
-            return await self._grade_and_log(
-                endpoint, principal, None, rubric, samples, sent, deadline_s, envelope_fields, None
-            )
+        batch = _Batch(
+            endpoint=endpoint,
+            principal=principal,
+            idempotency_key=idempotency_key,
+            rubric=rubric,
+            samples=samples,
+            sent=sent,
+            deadline_s=deadline_s,
+            envelope_fields=envelope_fields or {},
+            body_sha256=body_sha256,
+        )
+        if idempotency_key is None:
+            return await self._grade_new(batch)
+        slot = (principal.client, idempotency_key)
         if slot in self._in_flight_keys:
             raise Conflict(
                 "a request with this Idempotency-Key is still being graded; retry shortly",
@@ -272,21 +311,11 @@ class GradingPipeline:
                 claimed = stored is None
             if stored is not None:
                 return GradedBatch.from_stored(stored, body_sha256)
-            batch = await self._grade_and_log(
-                endpoint,
-                principal,
-                idempotency_key,
-                rubric,
-                samples,
-                sent,
-                deadline_s,
-                envelope_fields,
-                body_sha256,
-            )
+            graded = await self._grade_new(batch)
             # Logged, or another replica's log of the key replayed: either way
             # the claim went with that commit.
             logged = True
-            return batch
+            return graded
         finally:
             self._in_flight_keys.discard(slot)
             if claimed and self.claims is not None:
@@ -296,34 +325,40 @@ class GradingPipeline:
                     # Never raises: a claim the store cannot drop lapses on its own.
                     await self.claims.release(*slot)
 
-    async def _grade_and_log(
-        self,
-        endpoint: str,
-        principal: Principal,
-        idempotency_key: str | None,
-        rubric: Rubric,
-        samples: list[Sample],
-        sent: Sequence[Any] | None,
-        deadline_s: float | None,
-        envelope_fields: Mapping[str, Any] | None,
-        body_sha256: str | None,
-    ) -> GradedBatch:
-        """Admit, grade and log a batch (its key, if any, is this process's to grade).
+    async def _grade_new(self, batch: _Batch) -> GradedBatch:
+        """Admit, score, log and offer a batch whose key (if any) is this process's to grade.
 
         Raises:
             Busy: over the cluster's queue, the in-flight bound or the key's quota.
             Unavailable: the batch could not be logged (nothing is acknowledged).
         """
+        async with self._admit(batch):
+            started = time.perf_counter()
+            rewards = await self._score(batch)
+            logged = await self._log(batch, rewards, time.perf_counter() - started)
+            if logged.replayed:  # another replica logged the same key first
+                return logged.batch
+            await self._offer(batch, logged.request_id, rewards)
+            return logged.batch
+
+    @contextlib.asynccontextmanager
+    async def _admit(self, batch: _Batch) -> AsyncIterator[None]:
+        """Hold an admission ticket for the batch, or refuse it now with 429.
+
+        The cluster's queue is bounded: a full one refuses the batch at once
+        (``cluster_busy``), not after a long wait. Then the admission's bounds:
+        the key's quota (``key_quota``) and the service's in-flight bound.
+        """
+        needed = len(batch.samples) * len(batch.rubric.components)
         room = self.executor.room() if self.executor is not None else None
-        if room is not None and room < len(samples) * len(rubric.components):
-            # The cluster's queue is bounded: a full one says so now, not after a long wait.
+        if room is not None and room < needed:
             self.metrics.rejections.labels(reason="cluster_busy").inc()
             raise Busy(
                 f"the grading cluster's queue is full; retry after {self.settings.retry_after_s} s",
                 code="cluster_busy",
                 headers=self.retry_after(),
             )
-        ticket = self.admission.admit(principal.client, len(samples))
+        ticket = self.admission.admit(batch.principal.client, len(batch.samples))
         if isinstance(ticket, str):
             self.metrics.rejections.labels(reason=ticket).inc()
             message = (
@@ -338,75 +373,93 @@ class GradingPipeline:
             )
         self.metrics.gauge_admission(self.admission)
         try:
-            started = time.perf_counter()
-            deadline = time.monotonic() + deadline_s if deadline_s is not None else None
-            # Jobs carry their key and rubric: a cluster shares its workers between them.
-            with tenant(f"{principal.client}/{rubric.name}"):
-                rewards = await score_samples(
-                    rubric,
-                    samples,
-                    registry=self.registry,
-                    deadline=deadline,
-                    max_concurrency=self.settings.grader_concurrency,
-                )
-            if self.settings.drift_enabled:
-                rewards = await self.drift.observe(rubric, rewards, samples)
-            request_id = uuid.uuid4().hex
-            texts = [r.model_dump_json() for r in rewards]  # logged as text, sent as bytes
-            envelope = orjson.dumps(
-                {
-                    "request_id": request_id,
-                    "rubric": rubric.identity.model_dump(),
-                    "latency_s": round(time.perf_counter() - started, 6),
-                    **(envelope_fields or {}),
-                    **({"request_sha256": body_sha256} if body_sha256 is not None else {}),
-                }
-            )
-            rows = self._rows(samples, sent, rewards, texts)
-            try:
-                await self._write(
-                    self.store.record_request,
-                    request_id=request_id,
-                    client=principal.client,
-                    idempotency_key=idempotency_key,
-                    endpoint=endpoint,
-                    rubric_name=rubric.name,
-                    rubric_version=rubric.version,
-                    rubric_sha256=rubric.sha256,
-                    envelope=envelope.decode(),
-                    rows=rows,
-                )
-            except DuplicateRequestError:
-                # Another replica finished the same key first: answer with its result.
-                assert idempotency_key is not None
-                stored = await self.replay(principal.client, idempotency_key)
-                if stored is None:
-                    raise
-                return GradedBatch.from_stored(stored, body_sha256)
-            except Exception as e:
-                # Not acknowledged. The commit may still have gone through (the
-                # connection dropped while committing): the client's retry under the
-                # same key settles it, replaying the logged batch or grading it once.
-                logger.exception("could not log %d rewards", len(rows))
-                raise Unavailable(
-                    "the store could not log the rewards; nothing was acknowledged, "
-                    "retry with the same Idempotency-Key",
-                    code="store_unavailable",
-                    headers=self.retry_after(),
-                ) from e
-            self.metrics.observe_batch(rubric, rewards)
-            # After the commit, so only acknowledged rewards are queued; a no-op for
-            # rubrics that sample nothing, and it never fails the batch.
-            await self.review_sampler.offer(rubric, request_id, rewards)
-            return GradedBatch(
-                envelope=envelope,
-                records=[t.encode() for t in texts],
-                rewards=list(rewards),
-                replayed=False,
-            )
+            yield
         finally:
             self.admission.release(ticket)
             self.metrics.gauge_admission(self.admission)
+
+    async def _score(self, batch: _Batch) -> list[Reward]:
+        """Run the rubric over the samples under the batch's deadline, then the drift watch."""
+        deadline_s = batch.deadline_s
+        deadline = time.monotonic() + deadline_s if deadline_s is not None else None
+        # Jobs carry their key and rubric: a cluster shares its workers between them.
+        with tenant(f"{batch.principal.client}/{batch.rubric.name}"):
+            rewards = await score_samples(
+                batch.rubric,
+                batch.samples,
+                registry=self.registry,
+                deadline=deadline,
+                max_concurrency=self.settings.grader_concurrency,
+            )
+        if self.settings.drift_enabled:
+            rewards = await self.drift.observe(batch.rubric, rewards, batch.samples)
+        return list(rewards)
+
+    async def _log(self, batch: _Batch, rewards: list[Reward], latency_s: float) -> _Logged:
+        """Write the envelope and one row per sample in one transaction.
+
+        Raises:
+            Unavailable: the store could not log the batch; nothing is acknowledged.
+        """
+        request_id = uuid.uuid4().hex
+        texts = [r.model_dump_json() for r in rewards]  # logged as text, sent as bytes
+        envelope = orjson.dumps(
+            {
+                "request_id": request_id,
+                "rubric": batch.rubric.identity.model_dump(),
+                "latency_s": round(latency_s, 6),
+                **batch.envelope_fields,
+                **({"request_sha256": batch.body_sha256} if batch.body_sha256 is not None else {}),
+            }
+        )
+        rows = self._rows(batch.samples, batch.sent, rewards, texts)
+        try:
+            await self._write(
+                self.store.record_request,
+                request_id=request_id,
+                client=batch.principal.client,
+                idempotency_key=batch.idempotency_key,
+                endpoint=batch.endpoint,
+                rubric_name=batch.rubric.name,
+                rubric_version=batch.rubric.version,
+                rubric_sha256=batch.rubric.sha256,
+                envelope=envelope.decode(),
+                rows=rows,
+            )
+        except DuplicateRequestError:
+            # Another replica finished the same key first: answer with its result.
+            assert batch.idempotency_key is not None
+            stored = await self.replay(batch.principal.client, batch.idempotency_key)
+            if stored is None:
+                raise
+            return _Logged(request_id, GradedBatch.from_stored(stored, batch.body_sha256))
+        except Exception as e:
+            # Not acknowledged. The commit may still have gone through (the
+            # connection dropped while committing): the client's retry under the
+            # same key settles it, replaying the logged batch or grading it once.
+            logger.exception("could not log %d rewards", len(rows))
+            raise Unavailable(
+                "the store could not log the rewards; nothing was acknowledged, "
+                "retry with the same Idempotency-Key",
+                code="store_unavailable",
+                headers=self.retry_after(),
+            ) from e
+        graded = GradedBatch(
+            envelope=envelope,
+            records=[t.encode() for t in texts],
+            rewards=rewards,
+            replayed=False,
+        )
+        return _Logged(request_id, graded)
+
+    async def _offer(self, batch: _Batch, request_id: str, rewards: list[Reward]) -> None:
+        """Count the logged batch, then offer it to the review sampler.
+
+        After the commit, so only acknowledged rewards are queued; a no-op for
+        rubrics that sample nothing, and it never fails the batch.
+        """
+        self.metrics.observe_batch(batch.rubric, rewards)
+        await self.review_sampler.offer(batch.rubric, request_id, rewards)
 
     async def _write(self, write: Callable[..., None], **kwargs: Any) -> None:
         """Run a store write off the event loop and remember how it went.

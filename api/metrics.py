@@ -82,9 +82,9 @@ REJECTION_REASONS = (
 class BatchHistogram(Collector):
     """A labelled Prometheus histogram that takes a batch of observations at once.
 
-    prometheus_client's ``Histogram.observe`` takes one value under a lock; a
-    batch of 256 rewards with a few components each made that a tenth of the
-    service's time per sample. Here one call bins a whole batch (a bisect per
+    prometheus_client's ``Histogram.observe`` takes one value under a lock, and
+    every reward of a batch observes each of its components. Here one call bins
+    a whole batch (a bisect per
     value, one lock per call), and the exposition is the same as a histogram's:
     cumulative ``_bucket`` series with ``le``, then ``_sum`` and ``_count``.
     """

@@ -1,7 +1,7 @@
 """One pure-ASGI middleware: request id, body-size limit, access log and request metrics.
 
-Pure ASGI rather than Starlette's BaseHTTPMiddleware: it adds microseconds, not
-a task per request, at the rates trainers send.
+Pure ASGI rather than Starlette's BaseHTTPMiddleware: it adds no task per
+request, at the rates trainers send.
 
 Refusals: a grading request (``POST /v1/rewards``, ``POST /get_reward``) answered
 4xx or 503 counts in ``arbiter_rejections_total`` by its error ``code``, read from

@@ -1,7 +1,7 @@
 """OpenRLHF's remote reward protocol, adapted onto the grading pipeline.
 
 OpenRLHF posts ``{"query", "prompts", "labels"}`` and expects ``{"rewards",
-"scores", "extra_logs"}``. Rows are read by :mod:`arbiter.adapters.rows`, each on
+"scores", "extra_logs"}``. Rows are read by :mod:`arbiter.rows`, each on
 its own: the response is what follows the prompt in the query, or the longest
 tail of the prompt the query starts with (OpenRLHF truncates long prompts from
 the left); a query that shares nothing with its prompt abstains alone, never
@@ -23,14 +23,6 @@ from typing import Any
 
 import orjson
 
-from arbiter.adapters.rows import (
-    AbstainedError,
-    AbstainPolicy,
-    UnsplittableQuery,
-    fill_abstained,
-    parse_label,
-    split_query,
-)
 from arbiter.api.auth import Principal
 from arbiter.api.body import check_limits
 from arbiter.api.errors import Invalid
@@ -38,6 +30,14 @@ from arbiter.api.grading import GradedBatch, GradingPipeline
 from arbiter.api.schemas import OpenRLHFRequest
 from arbiter.api.settings import Settings
 from arbiter.graders.types import Sample, TaskSpec
+from arbiter.rows import (
+    AbstainedError,
+    AbstainPolicy,
+    UnsplittableQuery,
+    fill_abstained,
+    parse_label,
+    split_query,
+)
 
 __all__ = ["OpenRLHFAdapter", "OpenRLHFAnswer"]
 

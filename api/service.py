@@ -127,7 +127,7 @@ class Service:
         await asyncio.to_thread(self.rubric_sync.check_sandbox_layers)
         # Every grader a loaded rubric names starts its workers now, before the
         # service says it is ready: the first batch is graded as the hundredth.
-        # The drift detectors' statistics (scipy, half of the service's imports)
+        # The drift detectors' statistics (scipy, a large share of the imports)
         # load beside them, while the warm-up mostly waits for its workers.
         await asyncio.gather(
             self.registry.warm(

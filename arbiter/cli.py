@@ -16,7 +16,7 @@ import stat
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any
@@ -48,14 +48,20 @@ from arbiter.rubrics.models_file import (
     registry_setup,
 )
 from arbiter.rubrics.reward import Reward
-from arbiter.rubrics.rubric import Rubric
+from arbiter.rubrics.rubric import Rubric, reward_range
 from arbiter.rubrics.score import prompt_key, score_samples
-from arbiter.summary import failed_everywhere, rewards_table, summary_table
+from arbiter.summary import (
+    audit_table,
+    failed_everywhere,
+    replay_tables,
+    rewards_table,
+    summary_table,
+)
 from arbiter.version import __version__
 
 if TYPE_CHECKING:
-    # Imported where used: SQLAlchemy and Alembic take most of a second to import,
-    # and only the commands that open the store need them.
+    # Imported where used: SQLAlchemy and Alembic are slow to import, and only the
+    # commands that open the store need them.
     from arbiter.store.db import Store
 
 __all__ = ["app", "main"]
@@ -340,6 +346,18 @@ def _output(path: Path | None) -> Iterator[IO[bytes]]:
         raise
 
 
+#: Invalid input lines printed before the rest are counted.
+_ISSUES_SHOWN = 50
+
+
+def _print_issues(issues: Sequence[object]) -> None:
+    """Print the first invalid lines (each with its line and what was expected)."""
+    for issue in issues[:_ISSUES_SHOWN]:
+        err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
+    if len(issues) > _ISSUES_SHOWN:
+        err.print(f"... and {len(issues) - _ISSUES_SHOWN} more invalid line(s)")
+
+
 @app.command("score")
 def score(
     input_path: Annotated[
@@ -387,10 +405,7 @@ def score(
         raise typer.Exit(1) from None
 
     numbered, issues = parse_samples(lines, source)
-    for issue in issues[:50]:
-        err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
-    if len(issues) > 50:
-        err.print(f"... and {len(issues) - 50} more invalid line(s)")
+    _print_issues(issues)
     if issues and not skip_invalid:
         err.print(
             f"{len(issues)} invalid line(s); nothing was scored or written "
@@ -676,8 +691,7 @@ def audit(
                 numbered, issues = parse_samples(
                     input_path.read_bytes().splitlines(), str(input_path)
                 )
-                for issue in issues[:50]:
-                    err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
+                _print_issues(issues)
                 if issues:
                     err.print(f"{len(issues)} invalid line(s); nothing was audited", markup=False)
                     raise typer.Exit(1)
@@ -731,7 +745,7 @@ def audit(
             summary, items, rubric=rubric.identity.model_dump(), source=source, failed_gates=failed
         )
         write_reports(report, summary, page)
-    out.print(_audit_table(summary))
+    out.print(audit_table(summary))
     for line in failed:
         err.print(f"gate failed: {line}", markup=False, soft_wrap=True)
     if report is not None:
@@ -739,41 +753,6 @@ def audit(
     _report_failed_everywhere([item.first for item in items], strict)
     if failed:
         raise typer.Exit(1)
-
-
-def _audit_table(summary: dict[str, object]) -> Table:
-    table = Table(title=f"audit: {summary['items']} items", title_justify="left")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-
-    def pct(value: object) -> str:
-        return "—" if value is None else f"{100 * float(value):.1f}%"  # type: ignore[arg-type]
-
-    tests = summary.get("tests") or {}
-    for name, t in tests.items():  # type: ignore[attr-defined]
-        table.add_row(f"tests accuracy ({name}, {t['labelled']} labelled)", pct(t["accuracy"]))
-    v: dict[str, object] = summary.get("violations") or {}  # type: ignore[assignment]
-    table.add_row(f"hack recall ({v.get('hack_items', 0)} hacks)", pct(v.get("hack_recall")))
-    table.add_row(
-        f"false-positive rate ({v.get('clean_items', 0)} clean)", pct(v.get("false_positive_rate"))
-    )
-    prefs: dict[str, object] = summary.get("preferences") or {}  # type: ignore[assignment]
-    if prefs.get("pairs"):
-        table.add_row(
-            f"preference accuracy ({prefs['scored_pairs']} pairs)", pct(prefs["accuracy"])
-        )
-    for name, d in (summary.get("determinism") or {}).items():  # type: ignore[attr-defined]
-        infra = d.get("infrastructure_failures", 0)
-        note = f" ({infra} infrastructure failure(s), not compared)" if infra else ""
-        table.add_row(f"determinism ({name})", pct(d["identical"]) + note)
-    for grader, lat in (summary.get("latency") or {}).items():  # type: ignore[attr-defined]
-        table.add_row(
-            f"latency {grader} p50 / p99", f"{lat['p50_ms']:.2f} / {lat['p99_ms']:.2f} ms"
-        )
-    for name, f in (summary.get("failures") or {}).items():  # type: ignore[attr-defined]
-        if f:
-            table.add_row(f"failures ({name})", ", ".join(f"{k} {c}" for k, c in f.items()))
-    return table
 
 
 def _selection(rows: list[dict[str, Any]], name: str | None, sha256: str | None) -> str:
@@ -792,53 +771,14 @@ def _selection(rows: list[dict[str, Any]], name: str | None, sha256: str | None)
     return head + ("" if not parts else "\n  " + "\n  ".join(parts))
 
 
-def _clip_ranges(
-    stored: list[tuple[str, str]], registry: GraderRegistry
-) -> dict[str, tuple[float, float]]:
-    """Return the clip range of every stored rubric version that still parses, by sha256."""
-    ranges = {}
+def _stored_rubrics(stored: list[tuple[str, str]], registry: GraderRegistry) -> dict[str, Rubric]:
+    """Return every stored rubric version that still parses, by sha256."""
+    parsed = {}
     for text, origin in stored:
-        try:
-            parsed = parse_rubric(text, source=origin, registry=registry)
-        except RubricError:
-            continue  # a version the current graders no longer accept: read as [0, 1]
-        if parsed.spec.clip is not None:
-            ranges[parsed.sha256] = parsed.spec.clip
-    return ranges
-
-
-def _fmt(value: float | None) -> str:
-    return "abstain" if value is None else f"{value:.4g}"
-
-
-def _agreement_table(change: dict[str, Any]) -> Table:
-    """Lay out agreement before and after the edit, with the counts behind each figure."""
-    table = Table(
-        title=f"agreement with reviewers on {change['labelled']} labelled replayed item(s)",
-        title_justify="left",
-    )
-    for column in ("figure", "n", "before", "after"):
-        table.add_column(column, justify="left" if column == "figure" else "right")
-    for name, m in change["verdict_matches"].items():
-        table.add_row(
-            f"{name}: grader pass/fail = reviewer", str(m["n"]), str(m["before"]), str(m["after"])
-        )
-
-    def stat(entry: dict[str, Any]) -> str:
-        return f"{entry['value']:.3f}" if entry["status"] == "ok" else entry["status"]
-
-    before, after = change["before"], change["after"]
-    for name in sorted(set(before["components"]) | set(after["components"])):
-        for statistic in ("cohen_kappa", "gwet_ac1"):
-            b = before["components"].get(name, {}).get(statistic)
-            a = after["components"].get(name, {}).get(statistic)
-            if b is None or a is None:
-                continue
-            table.add_row(f"{name} {statistic}", str(b["n"]), stat(b), stat(a))
-    for statistic in ("mae", "spearman", "quadratic_weighted_kappa"):
-        b, a = before["overall"][statistic], after["overall"][statistic]
-        table.add_row(f"overall {statistic}", str(b["n"]), stat(b), stat(a))
-    return table
+        with contextlib.suppress(RubricError):  # one the current graders no longer accept
+            rubric = parse_rubric(text, source=origin, registry=registry)
+            parsed[rubric.sha256] = rubric
+    return parsed
 
 
 @rewards_app.command("export")
@@ -950,7 +890,7 @@ def replay_command(
         raise typer.Exit(1)
     try:
         pairs, skipped = asyncio.run(replay(rows, rubric, registry))
-        ranges = _clip_ranges(stored, registry)
+        logged_under = _stored_rubrics(stored, registry)
     finally:
         registry.close()
     summary = summarize_replay(pairs, skipped, top=top)
@@ -962,41 +902,13 @@ def replay_command(
     summary["agreement"] = agreement_change(
         pairs,
         labels,
-        old_range=lambda sha: ranges.get(sha),
-        new_range=rubric.spec.clip,
+        old_range=lambda sha: reward_range(logged_under.get(sha)),
+        new_range=reward_range(rubric),
         min_labels=min_labels,
     )
     olds = sorted({r["rubric_sha256"] for r in rows})
-    table = Table(title=f"replay under {rubric.name} v{rubric.version}", title_justify="left")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_row("re-scored", str(summary["replayed"]))
-    table.add_row("skipped", f"{summary['skipped']} {summary['skipped_reasons']}".strip())
-    table.add_row("changed", str(summary["changed"]))
-    table.add_row(
-        "mean |delta| / max |delta|",
-        f"{summary['mean_abs_delta']:.4g} / {summary['max_abs_delta']:.4g}",
-    )
-    rho = summary["spearman"]
-    table.add_row("Spearman rho old vs new", "—" if rho is None else f"{rho:.4f}")
-    for name, c in summary["components"].items():
-        table.add_row(f"component {name} changed", str(c["changed"]))
-    for rule, count in summary["moved_by_rule"].items():
-        table.add_row(f"moved by {rule}", str(count))
-    out.print(table)
-    if summary["moved"]:
-        moved = Table(title="items that moved most, and why", title_justify="left")
-        for column in ("sample", "old", "new", "rules that moved it"):
-            moved.add_column(column)
-        for item in summary["moved"]:
-            moved.add_row(
-                item["sample_id"],
-                _fmt(item["old"]),
-                _fmt(item["new"]),
-                "; ".join(item["rules"]),
-            )
-        out.print(moved)
-    out.print(_agreement_table(summary["agreement"]))
+    for table in replay_tables(summary, f"replay under {rubric.name} v{rubric.version}"):
+        out.print(table)
     if report is not None:
         report.mkdir(parents=True, exist_ok=True)
         page = replay_html(summary, old=", ".join(s[:12] for s in olds), new=rubric.sha256[:12])

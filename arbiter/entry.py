@@ -1,9 +1,9 @@
 """The ``arbiter`` command's entry point: ``--version`` answers before the CLI is imported.
 
-The CLI (typer, rich, the graders' contracts, pydantic) takes most of a second
-to import; a version check, which scripts and package managers run often, needs
-none of it. On a client-only install (``pip install arbiter-rewards``) the CLI's
-packages are absent: the command then names the extra to install.
+The CLI (typer, rich, the graders' contracts, pydantic) is slow to import; a
+version check, which scripts and package managers run often, needs none of it.
+On a client-only install (``pip install arbiter-rewards``) the CLI's packages
+are absent: the command then names the extra to install.
 """
 
 from __future__ import annotations

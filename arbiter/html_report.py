@@ -9,6 +9,7 @@ from typing import Any
 
 from arbiter import svg
 from arbiter.audit import ItemGrades
+from arbiter.summary import fmt
 
 __all__ = ["audit_html", "replay_html"]
 
@@ -233,9 +234,9 @@ def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
             [
                 [
                     escape(str(m["sample_id"])),
-                    _fmt(m["old"]),
-                    _fmt(m["new"]),
-                    _fmt(m["delta"]),
+                    fmt(m["old"]),
+                    fmt(m["new"]),
+                    fmt(m["delta"]),
                     escape("; ".join(m.get("rules", []))),
                 ]
                 for m in summary["moved"]
@@ -251,7 +252,3 @@ def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
         ),
     ]
     return _page("Arbiter replay", f"old {old} → new {new}", "".join(parts))
-
-
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:.4f}"

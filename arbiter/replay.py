@@ -159,8 +159,8 @@ def agreement_change(
     pairs: Sequence[dict[str, Any]],
     labels: Sequence[dict[str, Any]],
     *,
-    old_range: Callable[[str], tuple[float, float] | None],
-    new_range: tuple[float, float] | None,
+    old_range: Callable[[str], tuple[float, float]],
+    new_range: tuple[float, float],
     min_labels: int = MIN_LABELS,
     n_resamples: int = 1000,
 ) -> dict[str, Any]:
@@ -170,8 +170,9 @@ def agreement_change(
         pairs: what :func:`replay` returned (each with its ``reward_id``).
         labels: review labels (``arbiter.store.review.ReviewQueue.labels``); only those of a
             replayed reward count.
-        old_range: the logged rubric's clip range, by its sha256 (``None``: [0, 1]).
-        new_range: the new rubric's clip range (``None``: [0, 1]).
+        old_range: the logged rubric's reward range, by its sha256
+            (:func:`arbiter.rubrics.rubric.reward_range`).
+        new_range: the new rubric's reward range.
         min_labels: below this many labels a statistic is "insufficient data".
         n_resamples: bootstrap resamples per statistic.
 

@@ -1,4 +1,4 @@
-"""Tables that summarise a batch of rewards for a person at a terminal."""
+"""Tables for a person at a terminal: a batch of rewards, an audit, a replay."""
 
 from __future__ import annotations
 
@@ -11,11 +11,20 @@ from rich.table import Table
 
 from arbiter.rubrics.reward import Reward
 
-__all__ = ["failed_everywhere", "rewards_table", "summary_table"]
+__all__ = [
+    "agreement_table",
+    "audit_table",
+    "failed_everywhere",
+    "fmt",
+    "replay_tables",
+    "rewards_table",
+    "summary_table",
+]
 
 
-def _fmt(value: float | None) -> str:
-    return "—" if value is None else f"{value:+.4f}" if value < 0 else f"{value:.4f}"
+def fmt(value: float | None, missing: str = "—") -> str:
+    """Format a score or reward to four decimals (``missing`` for none: abstained, not scored)."""
+    return missing if value is None else f"{value:.4f}"
 
 
 def rewards_table(rewards: Sequence[Reward], title: str) -> Table:
@@ -32,11 +41,11 @@ def rewards_table(rewards: Sequence[Reward], title: str) -> Table:
         cells = []
         for name in names:
             c = r.components[name]
-            cells.append(_fmt(c.score) if c.failure is None else f"[red]{c.failure.kind.value}[/]")
+            cells.append(fmt(c.score) if c.failure is None else f"[red]{c.failure.kind.value}[/]")
         notes = ", ".join(f"{p.violation.value} -{p.penalty:g}" for p in r.penalties)
         if r.reward is None:
             notes = f"[yellow]{r.abstain_reason}[/]"
-        table.add_row(r.id, r.group_id or "", _fmt(r.reward), *cells, notes)
+        table.add_row(r.id, r.group_id or "", fmt(r.reward), *cells, notes)
     return table
 
 
@@ -56,10 +65,10 @@ def summary_table(rewards: Sequence[Reward], title: str) -> Table:
         table.add_row(
             label,
             str(len(values)),
-            _fmt(statistics.fmean(values)) if values else "—",
-            _fmt(statistics.pstdev(values)) if len(values) > 1 else "—",
-            _fmt(min(values)) if values else "—",
-            _fmt(max(values)) if values else "—",
+            fmt(statistics.fmean(values)) if values else "—",
+            fmt(statistics.pstdev(values)) if len(values) > 1 else "—",
+            fmt(min(values)) if values else "—",
+            fmt(max(values)) if values else "—",
             ", ".join(f"{k} {v}" for k, v in failures.most_common()) or "0",
             f"{1000 * statistics.median(latency):.2f}" if latency else "",
         )
@@ -100,3 +109,103 @@ def failed_everywhere(rewards: Sequence[Mapping[str, Any]]) -> list[str]:
             f"{count} with {kind}: {message}"
         )
     return lines
+
+
+def audit_table(summary: dict[str, object]) -> Table:
+    """Lay out an audit's figures (:func:`arbiter.audit.summarize`), one per row."""
+    table = Table(title=f"audit: {summary['items']} items", title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+
+    def pct(value: object) -> str:
+        return "—" if value is None else f"{100 * float(value):.1f}%"  # type: ignore[arg-type]
+
+    tests = summary.get("tests") or {}
+    for name, t in tests.items():  # type: ignore[attr-defined]
+        table.add_row(f"tests accuracy ({name}, {t['labelled']} labelled)", pct(t["accuracy"]))
+    v: dict[str, object] = summary.get("violations") or {}  # type: ignore[assignment]
+    table.add_row(f"hack recall ({v.get('hack_items', 0)} hacks)", pct(v.get("hack_recall")))
+    table.add_row(
+        f"false-positive rate ({v.get('clean_items', 0)} clean)", pct(v.get("false_positive_rate"))
+    )
+    prefs: dict[str, object] = summary.get("preferences") or {}  # type: ignore[assignment]
+    if prefs.get("pairs"):
+        table.add_row(
+            f"preference accuracy ({prefs['scored_pairs']} pairs)", pct(prefs["accuracy"])
+        )
+    for name, d in (summary.get("determinism") or {}).items():  # type: ignore[attr-defined]
+        infra = d.get("infrastructure_failures", 0)
+        note = f" ({infra} infrastructure failure(s), not compared)" if infra else ""
+        table.add_row(f"determinism ({name})", pct(d["identical"]) + note)
+    for grader, lat in (summary.get("latency") or {}).items():  # type: ignore[attr-defined]
+        table.add_row(
+            f"latency {grader} p50 / p99", f"{lat['p50_ms']:.2f} / {lat['p99_ms']:.2f} ms"
+        )
+    for name, f in (summary.get("failures") or {}).items():  # type: ignore[attr-defined]
+        if f:
+            table.add_row(f"failures ({name})", ", ".join(f"{k} {c}" for k, c in f.items()))
+    return table
+
+
+def replay_tables(summary: dict[str, Any], title: str) -> list[Table]:
+    """Lay out a replay (:func:`arbiter.replay.summarize_replay`): figures, movers, agreement."""
+    table = Table(title=title, title_justify="left")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_row("re-scored", str(summary["replayed"]))
+    table.add_row("skipped", f"{summary['skipped']} {summary['skipped_reasons']}".strip())
+    table.add_row("changed", str(summary["changed"]))
+    table.add_row(
+        "mean |delta| / max |delta|",
+        f"{summary['mean_abs_delta']:.4g} / {summary['max_abs_delta']:.4g}",
+    )
+    table.add_row("Spearman rho old vs new", fmt(summary["spearman"]))
+    for name, c in summary["components"].items():
+        table.add_row(f"component {name} changed", str(c["changed"]))
+    for rule, count in summary["moved_by_rule"].items():
+        table.add_row(f"moved by {rule}", str(count))
+    tables = [table]
+    if summary["moved"]:
+        moved = Table(title="items that moved most, and why", title_justify="left")
+        for column in ("sample", "old", "new", "rules that moved it"):
+            moved.add_column(column)
+        for item in summary["moved"]:
+            moved.add_row(
+                item["sample_id"],
+                fmt(item["old"], "abstain"),
+                fmt(item["new"], "abstain"),
+                "; ".join(item["rules"]),
+            )
+        tables.append(moved)
+    tables.append(agreement_table(summary["agreement"]))
+    return tables
+
+
+def agreement_table(change: dict[str, Any]) -> Table:
+    """Lay out agreement before and after an edit, with the counts behind each figure."""
+    table = Table(
+        title=f"agreement with reviewers on {change['labelled']} labelled replayed item(s)",
+        title_justify="left",
+    )
+    for column in ("figure", "n", "before", "after"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+    for name, m in change["verdict_matches"].items():
+        table.add_row(
+            f"{name}: grader pass/fail = reviewer", str(m["n"]), str(m["before"]), str(m["after"])
+        )
+
+    def stat(entry: dict[str, Any]) -> str:
+        return f"{entry['value']:.3f}" if entry["status"] == "ok" else entry["status"]
+
+    before, after = change["before"], change["after"]
+    for name in sorted(set(before["components"]) | set(after["components"])):
+        for statistic in ("cohen_kappa", "gwet_ac1"):
+            b = before["components"].get(name, {}).get(statistic)
+            a = after["components"].get(name, {}).get(statistic)
+            if b is None or a is None:
+                continue
+            table.add_row(f"{name} {statistic}", str(b["n"]), stat(b), stat(a))
+    for statistic in ("mae", "spearman", "quadratic_weighted_kappa"):
+        b, a = before["overall"][statistic], after["overall"][statistic]
+        table.add_row(f"overall {statistic}", str(b["n"]), stat(b), stat(a))
+    return table

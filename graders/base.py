@@ -35,7 +35,7 @@ class Grader(ABC, Generic[ConfigT]):
     config_model: ClassVar[type[GraderConfig]]
     description: ClassVar[str] = ""
     default_timeout_s: ClassVar[float] = 30.0
-    #: A pure grader that answers in microseconds without I/O sets this and
+    #: A pure grader that answers at once, without I/O, sets this and
     #: implements :meth:`grade_inline`; the runner then calls it directly, with no
     #: task or timer per sample (a deadline could not interrupt it anyway).
     inline: ClassVar[bool] = False

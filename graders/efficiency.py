@@ -244,7 +244,7 @@ class EfficiencyGrader(Grader[EfficiencyConfig]):
         return self.grade_inline(sample, config)
 
     def grade_inline(self, sample: Sample, config: EfficiencyConfig) -> GradeResult:
-        """Score the sample's recorded usage (pure: microseconds, no I/O)."""
+        """Score the sample's recorded usage (pure, no I/O)."""
         result = score_efficiency(measure(sample), config)
         details: dict[str, Any] = {"terms": result.terms, "missing": list(result.missing)}
         if result.score is None:

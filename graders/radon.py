@@ -226,8 +226,9 @@ def measure_radon(code: str, options: RadonOptions) -> RadonMetrics:
     except RecursionError:
         return RadonMetrics(unanalysable=_TOO_DEEP)
     # radon's raw line counter re-tokenizes a logical line once per physical line
-    # it spans: quadratic. One 7,000-line literal (bandit's long_set.py example)
-    # took ~3 minutes; 500 lines take ~0.7 s.
+    # it spans: quadratic, so a statement spanning more than max_statement_lines
+    # (bandit's long_set.py example is one literal of thousands of lines) is
+    # refused rather than counted.
     span = longest_statement_lines(tree)
     if span > options.max_statement_lines:
         return RadonMetrics(

@@ -72,8 +72,8 @@ class StreamingActor:
     streams the results back (a Ray streaming generator) as they are ready: a
     fast job never waits for a slow one in its batch. Each item of the stream
     holds every result that was ready at that moment, so the cost of a call and
-    of a streamed item (a millisecond or more of CPU each, driver, actor and
-    raylets together) is shared by the jobs sent or finished together.
+    of a streamed item (CPU in the driver, the actor and the raylets) is shared
+    by the jobs sent or finished together.
     """
 
     async def grade(
@@ -106,8 +106,8 @@ class StreamingActor:
     ) -> list[tuple[int, str, Any, str]]:
         """Grade one job; answer as the one item of ``grade_many`` would.
 
-        A job sent alone comes this way: a plain call costs about a third less
-        than a stream of one item (Ray's CPU, all processes).
+        A job sent alone comes this way: a plain call costs Ray less than a
+        stream of one item.
         """
         return [await self._answer(0, (grader, sample, config))]
 

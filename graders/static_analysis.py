@@ -70,11 +70,10 @@ class StaticAnalyzer(Generic[OptionsT, ResultT]):
     has at least ``offload_lines`` lines or ``offload_chars`` characters (one
     long response must not stall the event loop: bandit's and radon's costs grow
     faster than linearly with the length of a statement). Offloaded work
-    travels in chunks, one round trip per chunk: a typical answer takes under a
-    millisecond to analyse, about what a round trip to another process costs.
-    Measured on 2 cores with both graders on HumanEval solutions: the pool loses
-    below ~6 queued analyses, wins 1.2x at 8 and 1.5-1.6x from 16 on (sent one
-    file per round trip it won only 1.1x).
+    travels in chunks, one round trip per chunk: a typical answer costs about as
+    much to analyse as a round trip to another process, so a few queued
+    analyses are cheaper inline and one file per round trip would pay the trip
+    for each.
     """
 
     def __init__(

@@ -14,3 +14,15 @@ package imports nothing so that ``import monitoring`` stays cheap):
 - :mod:`arbiter.monitoring.drift_statistics`: the statistics (CUSUM, Holm, BH, bootstrap
   at the window size, two-proportion z, Fisher z).
 """
+
+#: The public modules: this package re-exports nothing, so importing it stays cheap.
+__all__ = [
+    "agreement",
+    "drift",
+    "drift_alerts",
+    "drift_config",
+    "drift_incidents",
+    "drift_input",
+    "drift_statistics",
+    "sampling",
+]

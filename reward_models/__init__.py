@@ -47,7 +47,6 @@ from arbiter.reward_models.normalize import (
     AffineNormalizer,
     GroupZScorer,
     RunningZNormalizer,
-    group_zscores,
 )
 
 __all__ = [
@@ -76,5 +75,4 @@ __all__ = [
     "RunningZNormalizer",
     "ScoringBackend",
     "ScoringContractError",
-    "group_zscores",
 ]

@@ -3,8 +3,8 @@
 The same client serves every backend — the local transformers model and a
 remote vLLM server — so batching, deadlines and back-pressure behave the same
 either way. Encoding (chat template + truncation) runs on the caller's event
-loop: a fast tokenizer takes about a millisecond for a few thousand tokens,
-and the batch needs each request's length before it can be bucketed.
+loop: a fast tokenizer's work is small next to scoring, and the batch needs
+each request's length before it can be bucketed.
 """
 
 from __future__ import annotations

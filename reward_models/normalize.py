@@ -23,34 +23,16 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from arbiter.groups import group_zscores
 from arbiter.reward_models.errors import NormalizationError
 
 __all__ = [
     "AffineNormalizer",
     "GroupZScorer",
     "RunningZNormalizer",
-    "group_zscores",
 ]
-
-
-def group_zscores(values: Sequence[float]) -> list[float]:
-    """Return each value's z-score within ``values`` (population std; pure).
-
-    A group of one, or of equal values, gets 0.0 for each member.
-    """
-    n = len(values)
-    if n == 0:
-        return []
-    mean = math.fsum(values) / n
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / n)
-    if n < 2 or std <= 1e-12 * max(1.0, abs(mean)):
-        return [0.0] * n
-    centred = [(v - mean) / std for v in values]
-    shift = math.fsum(centred) / n  # remove rounding drift so the mean is 0 to the last bit we can
-    return [c - shift for c in centred]
 
 
 @dataclass(frozen=True, slots=True)

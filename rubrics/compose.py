@@ -30,7 +30,7 @@ from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 
 from arbiter.graders.types import INFRASTRUCTURE_FAILURES, GradeResult, ViolationType
-from arbiter.reward_models.normalize import group_zscores
+from arbiter.groups import group_zscores
 from arbiter.rubrics.formula import FormulaEvalError
 from arbiter.rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
 from arbiter.rubrics.rubric import Rubric
@@ -234,7 +234,7 @@ def _ranks(values: list[float]) -> list[float]:
     if n < 2 or max(values) == min(values):
         return [0.0] * n
     # Average ranks for ties, from 0 to n - 1, scaled to [-1, 1].
-    # Imported here: scipy takes a second to import, and only group_rank needs it.
+    # Imported here: scipy is slow to import, and only group_rank needs it.
     from scipy.stats import rankdata  # type: ignore[import-untyped]
 
     return [2.0 * (r - 1.0) / (n - 1) - 1.0 for r in rankdata(values, method="average").tolist()]

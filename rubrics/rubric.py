@@ -17,7 +17,7 @@ from arbiter.graders.types import ViolationType
 from arbiter.rubrics.formula import Formula
 from arbiter.rubrics.schema import GateSpec, PenaltySpec, RubricSpec
 
-__all__ = ["Component", "Gate", "Rubric", "RubricIdentity", "canonical_sha256"]
+__all__ = ["Component", "Gate", "Rubric", "RubricIdentity", "canonical_sha256", "reward_range"]
 
 
 class RubricIdentity(BaseModel):
@@ -123,3 +123,13 @@ def canonical_document(spec: RubricSpec, configs: Mapping[str, GraderConfig]) ->
         raw = _canonical(config.model_dump(mode="python"))
         doc["components"][name]["config"] = to_jsonable_python(raw)
     return doc
+
+
+def reward_range(rubric: Rubric | None) -> tuple[float, float]:
+    """Return the range a rubric's rewards lie in: its clip, else [0, 1].
+
+    A reward logged under a rubric that is no longer loaded (or no longer
+    parses) is read as [0, 1] too: without the rubric its clip is unknown.
+    """
+    clip = None if rubric is None else rubric.spec.clip
+    return (0.0, 1.0) if clip is None else (float(clip[0]), float(clip[1]))

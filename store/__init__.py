@@ -3,3 +3,14 @@
 Logged requests and rewards, idempotency claims, review items and labels,
 drift alerts and snapshots, and their migrations.
 """
+
+#: The public modules: this package re-exports nothing, so importing it stays cheap.
+__all__ = [
+    "db",
+    "drift_log",
+    "idempotency",
+    "migrations",
+    "review",
+    "reward_reads",
+    "tables",
+]

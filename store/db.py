@@ -4,9 +4,26 @@ Every method is synchronous and short; the service calls them from a worker
 thread. Each request's rewards are written in one transaction, committed
 before the response is sent, so an acknowledged reward survives a crash.
 
-One module, one concept: the store's interface — every table's reads and writes behind
-one class, so that a test or a replica swaps one URL and nothing else (the review queue,
-with its leases, lives in :mod:`arbiter.store.review`).
+One module, one concept: the store's interface, so that a test or a replica swaps one
+URL and nothing else. Each table has one home: keys, rubrics and the reward log here;
+the review queue and its leases in :mod:`arbiter.store.review`; the drift tables
+(alerts, the monitor's state, resets, silences) in :mod:`arbiter.store.drift_log`;
+Idempotency-Key claims in :mod:`arbiter.store.idempotency`.
+
+Every write goes through :meth:`Store.writing`, the one write transaction: on SQLite
+it queues this process's writers for the file's one lock; on PostgreSQL it bounds the
+transaction's statements (:data:`WRITE_STATEMENT_TIMEOUT_MS`). The exception is
+:meth:`Store.migrate`, which waits as long as a migration needs.
+
+What holds on PostgreSQL only (the embedded SQLite file has one process):
+
+* replicas migrate one at a time, under a transaction-scoped advisory lock per schema;
+* every session waits at most :data:`LOCK_TIMEOUT_MS` for a lock and is ended after
+  :data:`IDLE_IN_TRANSACTION_TIMEOUT_MS` idle inside a transaction;
+* an Idempotency-Key is claimed in the store before grading, and the claim is deleted
+  in the same transaction that logs the key's response;
+* one replica's drift monitor follows the shared log, chosen by a session advisory lock;
+* reviewers lease items with ``FOR UPDATE SKIP LOCKED``.
 """
 
 from __future__ import annotations
@@ -43,8 +60,6 @@ from sqlalchemy.exc import IntegrityError
 
 from arbiter.store.tables import (
     api_keys,
-    drift_alerts,
-    drift_state,
     idempotency_claims,
     requests,
     rewards,
@@ -179,8 +194,7 @@ def head_revision() -> str:
     """Return the newest migration's revision id, read from the migration files.
 
     Read as text rather than through Alembic, so that a replica whose schema is
-    current loads no Alembic at all (its import and environment, about 0.1 s of
-    every start on an idle 2-core machine, several times that on a busy one);
+    current loads no Alembic at all (its import and environment cost every start);
     ``tests/store`` checks it against Alembic's own answer.
 
     Raises:
@@ -236,9 +250,9 @@ class _Checkpointer:
 
     With SQLite's default, the commit that pushes the WAL past 1,000 pages
     copies it into the database itself, so one request in a few paid for the
-    others' writes (half the cost of logging a reward, measured in
-    bench/api.py). Here a thread of its own does that with a PASSIVE
-    checkpoint, which never blocks a writer or a reader, and SQLite runs it
+    others' writes (``bench/api.py`` measures the logging path). Here a thread
+    of its own does that with a PASSIVE checkpoint, which never blocks a writer
+    or a reader, and SQLite runs it
     without holding the GIL. A complete checkpoint lets the next writer
     restart the WAL from its beginning, so the file stays small.
     """
@@ -597,11 +611,9 @@ class Store:
             return
         # SQLite: many rows per statement, stepped once, instead of executemany's
         # bind-and-step per row. It also holds the GIL only to bind: the driver
-        # releases it while it steps. SQLAlchemy's own ways were measured in one
-        # run against this (256 rows as the service logs them, SQLite file in
-        # WAL mode, medians of 30): 25.5 ms here, 61.9 ms for
-        # ``conn.execute(insert(rewards), rows)`` (executemany) and 917 ms for
-        # ``insert(rewards).values(rows)`` (compiled anew for every request).
+        # releases it while it steps. SQLAlchemy's own ways are slower here:
+        # ``conn.execute(insert(rewards), rows)`` is executemany, and
+        # ``insert(rewards).values(rows)`` is compiled anew for every request.
         head, _, row = sql.partition(" VALUES ")
         for start in range(0, len(values), _ROWS_PER_INSERT):
             chunk = values[start : start + _ROWS_PER_INSERT]
@@ -768,45 +780,3 @@ class Store:
         return [(r.text, r.origin) for r in rows]
 
     # -- drift --------------------------------------------------------------------
-
-    def record_alerts(
-        self, opened: Sequence[dict[str, Any]], closed: Sequence[str], at: float
-    ) -> None:
-        """Store newly opened alerts (rows of ``drift_alerts``) and close others by id."""
-        with self.writing() as conn:
-            if opened:
-                conn.execute(insert(drift_alerts), list(opened))
-            for alert_id in closed:
-                conn.execute(
-                    update(drift_alerts)
-                    .where(drift_alerts.c.id == alert_id, drift_alerts.c.closed_at.is_(None))
-                    .values(closed_at=at)
-                )
-
-    def alerts(
-        self, *, open_only: bool = False, rubric: str | None = None, limit: int = 500
-    ) -> list[dict[str, Any]]:
-        """Return stored alerts, newest first."""
-        query = select(drift_alerts).order_by(drift_alerts.c.opened_at.desc()).limit(limit)
-        if open_only:
-            query = query.where(drift_alerts.c.closed_at.is_(None))
-        if rubric is not None:
-            query = query.where(drift_alerts.c.rubric_name == rubric)
-        with self.engine.connect() as conn:
-            return [dict(row._mapping) for row in conn.execute(query)]
-
-    def save_drift_state(self, name: str, state: str) -> None:
-        """Keep the drift monitor's state (replacing the previous one)."""
-        with self.writing() as conn:
-            conn.execute(drift_state.delete().where(drift_state.c.name == name))
-            conn.execute(
-                insert(drift_state), {"name": name, "state": state, "saved_at": time.time()}
-            )
-
-    def load_drift_state(self, name: str) -> str | None:
-        """Return the drift monitor's saved state, if any."""
-        with self.engine.connect() as conn:
-            row = conn.execute(
-                select(drift_state.c.state).where(drift_state.c.name == name)
-            ).first()
-        return None if row is None else str(row.state)

@@ -242,6 +242,18 @@ class DriftLog:
         with self.store.engine.connect() as conn:
             return [dict(row._mapping) for row in conn.execute(query)]
 
+    def alerts(
+        self, *, open_only: bool = False, rubric: str | None = None, limit: int = 500
+    ) -> list[dict[str, Any]]:
+        """Return stored alerts, newest first."""
+        query = select(drift_alerts).order_by(drift_alerts.c.opened_at.desc()).limit(limit)
+        if open_only:
+            query = query.where(drift_alerts.c.closed_at.is_(None))
+        if rubric is not None:
+            query = query.where(drift_alerts.c.rubric_name == rubric)
+        with self.store.engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(query)]
+
     def record_alerts(
         self, opened: Sequence[dict[str, Any]], closed: Sequence[str], at: float
     ) -> None:
@@ -252,7 +264,7 @@ class DriftLog:
         opens the same ids: storing them once is what keeps one alert one row.
         """
         ids = [row["id"] for row in opened]
-        with self.store.engine.begin() as conn:
+        with self.store.writing() as conn:
             if ids:
                 known = set(
                     conn.execute(
@@ -271,7 +283,7 @@ class DriftLog:
 
     def close_stream_alerts(self, rubric: str, component: str, version: str, at: float) -> int:
         """Close a stream's open alerts now; return how many."""
-        with self.store.engine.begin() as conn:
+        with self.store.writing() as conn:
             result = conn.execute(
                 update(drift_alerts)
                 .where(
@@ -286,7 +298,7 @@ class DriftLog:
 
     def request_reset(self, rubric: str, component: str, version: str) -> None:
         """Queue a stream's reset for whichever replica runs the monitor."""
-        with self.store.engine.begin() as conn:
+        with self.store.writing() as conn:
             conn.execute(
                 insert(drift_resets),
                 {
@@ -402,16 +414,19 @@ class DriftLog:
 
     def mark_applied(self, reset_id: int) -> None:
         """Record that the monitor applied a reset."""
-        with self.store.engine.begin() as conn:
+        with self.store.writing() as conn:
             conn.execute(
                 update(drift_resets)
                 .where(drift_resets.c.id == reset_id)
                 .values(applied_at=time.time())
             )
 
-    def save_state(self, name: str, state: str, cursor: LogCursor) -> None:
-        """Keep the monitor's state with the log position it reflects, in one transaction."""
-        with self.store.engine.begin() as conn:
+    def save_state(self, name: str, state: str, cursor: LogCursor | None = None) -> None:
+        """Keep the monitor's state with the log position it reflects, in one transaction.
+
+        A monitor that follows no shared log (one process, its own rewards) saves none.
+        """
+        with self.store.writing() as conn:
             conn.execute(drift_state.delete().where(drift_state.c.name == name))
             conn.execute(
                 insert(drift_state),
@@ -419,7 +434,7 @@ class DriftLog:
                     "name": name,
                     "state": state,
                     "saved_at": time.time(),
-                    "log_cursor": cursor.to_json(),
+                    "log_cursor": None if cursor is None else cursor.to_json(),
                 },
             )
 

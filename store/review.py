@@ -29,7 +29,6 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,11 +132,6 @@ class ReviewQueue:
         #: claims collided instead of skipping each other.
         self.claim_conflicts = 0
 
-    def _writing(self) -> AbstractContextManager[Connection]:
-        # The store's own write lock: SQLite has one writer, and review writes must
-        # queue behind reward writes in the same process rather than spin on the file.
-        return self.store.writing()
-
     # -- filling --------------------------------------------------------------------
 
     def enqueue(self, items: Sequence[EnqueueItem]) -> int:
@@ -149,7 +143,7 @@ class ReviewQueue:
         if not items:
             return 0
         now = self.clock()
-        with self._writing() as conn:
+        with self.store.writing() as conn:
             ids = self._reward_ids(conn, {item.request_id for item in items})
             wanted: dict[int, EnqueueItem] = {}
             for item in items:
@@ -222,7 +216,7 @@ class ReviewQueue:
             now = self.clock()
             token = secrets.token_hex(16)
             expires = now + self.lease_s
-            with self._writing() as conn:
+            with self.store.writing() as conn:
                 query = (
                     select(review_items.c.id)
                     .where(self._claimable(reviewer, now, rubric))
@@ -287,7 +281,7 @@ class ReviewQueue:
             LeaseLostError: the caller does not hold this item.
         """
         expires = self.clock() + self.lease_s
-        with self._writing() as conn:
+        with self.store.writing() as conn:
             result = conn.execute(
                 update(review_items)
                 .where(self._held(item_id, token, reviewer))
@@ -311,7 +305,7 @@ class ReviewQueue:
             LeaseLostError: the caller does not hold this item.
         """
         now = self.clock()
-        with self._writing() as conn:
+        with self.store.writing() as conn:
             result = conn.execute(
                 update(review_items)
                 .where(self._held(item_id, token, reviewer))
@@ -339,7 +333,7 @@ class ReviewQueue:
         """
         now = self.clock()
         try:
-            with self._writing() as conn:
+            with self.store.writing() as conn:
                 result = conn.execute(
                     update(review_items)
                     .where(self._held(item_id, token, reviewer))
@@ -399,7 +393,7 @@ class ReviewQueue:
         now = self.clock()
         values = self._label_values(label, now)
         mine = and_(review_labels.c.item_id == item_id, review_labels.c.reviewer == reviewer)
-        with self._writing() as conn:
+        with self.store.writing() as conn:
             result = conn.execute(
                 update(review_labels)
                 .where(mine)

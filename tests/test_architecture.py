@@ -23,26 +23,34 @@ SUBPACKAGES = ("rubrics", "graders", "reward_models", "monitoring", "store", "ap
 FOLDERS = {"arbiter": REPO / "arbiter", **{f"arbiter.{p}": REPO / p for p in SUBPACKAGES}}
 #: The trainer side, installed alone by ``pip install arbiter-rewards``: the client,
 #: the adapters and the wire contract they send (``arbiter.graders.types``).
-CLIENT = ("arbiter.client", "arbiter.adapters", "arbiter.version")
+CLIENT = ("arbiter.client", "arbiter.adapters")
 WIRE = "arbiter.graders.types"
+#: Shared modules at the root of the namespace, standard library only: any layer may
+#: import them (the version, which extra brings what, trainer rows, group statistics).
+SHARED = ("arbiter", "arbiter.version", "arbiter.extras", "arbiter.rows", "arbiter.groups")
 
-# layer -> the project packages (or modules) it may import besides itself
+# layer -> the project packages (or modules) it may import besides itself and SHARED
 ALLOWED: dict[str, set[str]] = {
     "arbiter.reward_models": set(),
     "arbiter.graders": {"arbiter.reward_models"},
-    "arbiter.rubrics": {"arbiter.graders", "arbiter.reward_models"},
+    # Declared models are built from a models file; nothing else of reward_models.
+    "arbiter.rubrics": {"arbiter.graders"},
     "arbiter.monitoring": {WIRE},
     "arbiter.store": set(),
     "arbiter.eval_sets": set(),
-    "arbiter.api": {"arbiter"} - {"arbiter.cli"},
+    "arbiter.api": {f"arbiter.{p}" for p in SUBPACKAGES},
     "client": {WIRE, *CLIENT},
     # The CLI and the offline tools (audit, replay, export) sit on top of everything.
     "arbiter": {"arbiter"},
 }
+#: Single modules allowed an arrow their layer is not: (importer, imported).
+EXCEPTIONS = {("arbiter.rubrics.models_file", "arbiter.reward_models")}
 
 
 def layer(module: str) -> str:
     """Name the layer a module of the namespace belongs to."""
+    if module in SHARED:
+        return "shared"
     for package in ALLOWED:
         if package.startswith("arbiter.") and (
             module == package or module.startswith(package + ".")
@@ -77,30 +85,71 @@ def imports_of(path: Path) -> set[str]:
     return {name for name in found if name.split(".")[0] in {"arbiter", "bench", *SUBPACKAGES}}
 
 
-#: The root package holds only its version; any layer may import it (to find the install).
-ROOT = ("arbiter", "arbiter.version")
-
-
-def permitted(package: str, module: str) -> bool:
-    if layer(module) == package or module in ROOT:
+def permitted(package: str, module: str, importer: str = "") -> bool:
+    """Say whether a module of layer ``package`` (named ``importer``) may import ``module``."""
+    if layer(module) in {package, "shared"}:
         return True
-    if package == "arbiter.api" and layer(module) == "arbiter" and module != "arbiter":
-        return False  # the service never imports the CLI or the offline tools
-    return any(
-        module == rule or module.startswith(rule + ".") or (rule == "arbiter" and module == rule)
-        for rule in ALLOWED[package]
-    )
+    if any(importer == i and module.startswith(m) for i, m in EXCEPTIONS):
+        return True
+    return any(module == rule or module.startswith(rule + ".") for rule in ALLOWED[package])
+
+
+def arrow_offences(files: Iterable[tuple[str, Path]], package: str) -> list[str]:
+    """Return each import, by a module of layer ``package``, that goes against the arrows."""
+    return [
+        f"{name} imports {module}"
+        for name, path in files
+        if layer(name) == package
+        for module in sorted(imports_of(path))
+        if not permitted(package, module, name)
+    ]
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED))
 def test_imports_go_one_way(package):
-    offences = []
-    for name, path in project_files():
-        if layer(name) != package:
-            continue
-        for module in sorted(imports_of(path)):
-            if not permitted(package, module):
-                offences.append(f"{path.relative_to(REPO)} imports {module}")
+    offences = arrow_offences(project_files(), package)
+    assert not offences, "\n".join(offences)
+
+
+def test_the_arrow_check_catches_upward_imports(tmp_path):
+    planted = {
+        # The service reading rows through the client SDK, or calling the CLI.
+        "arbiter.api.openrlhf": "from arbiter.adapters.rows import parse_label\n",
+        "arbiter.api.routes.rewards": "from arbiter.client import ArbiterClient\n",
+        "arbiter.api.app": "def f():\n    from arbiter.cli import main\n",
+        # The rubric's statistics from the models package.
+        "arbiter.rubrics.compose": "from arbiter.reward_models.normalize import group_zscores\n",
+        # The client reaching past the wire contract.
+        "arbiter.client": "from arbiter.graders.runner import run_job\n",
+    }
+    allowed = {
+        "arbiter.api.grading": "from arbiter.version import __version__\nimport arbiter.rows\n",
+        "arbiter.rubrics.models_file": "from arbiter.reward_models.declarations import x\n",
+        "arbiter.rubrics.score": "from arbiter.groups import group_zscores\n",
+    }
+    files = []
+    for i, (name, text) in enumerate({**planted, **allowed}.items()):
+        (tmp_path / f"m{i}.py").write_text(text)
+        files.append((name, tmp_path / f"m{i}.py"))
+    found = [o for package in ALLOWED for o in arrow_offences(files, package)]
+    assert sorted(found) == [
+        "arbiter.api.app imports arbiter.cli",
+        "arbiter.api.openrlhf imports arbiter.adapters.rows",
+        "arbiter.api.routes.rewards imports arbiter.client",
+        "arbiter.client imports arbiter.graders.runner",
+        "arbiter.rubrics.compose imports arbiter.reward_models.normalize",
+    ]
+
+
+def test_shared_modules_import_only_the_standard_library():
+    offences = [
+        f"{name} imports {module}"
+        for name, path in project_files()
+        if name in SHARED
+        for module in sorted(runtime_imports(path))
+        if module.split(".")[0] not in sys.stdlib_module_names
+        and not any(module == s or module.startswith(s + ".") for s in SHARED if s != "arbiter")
+    ]
     assert not offences, "\n".join(offences)
 
 

@@ -222,7 +222,7 @@ async def list_alerts(
     response.headers.update(_warmup_headers(service.drift.streams(), rubric))
     wanted = _status(status, open_only)
     rows = await asyncio.to_thread(
-        service.store.alerts, open_only=wanted == "open", rubric=rubric, limit=limit
+        DriftLog(service.store).alerts, open_only=wanted == "open", rubric=rubric, limit=limit
     )
     alerts = [_alert(row) for row in rows]
     by_id = {a["id"]: a for a in alerts}
@@ -321,7 +321,7 @@ async def list_incidents(
     ``status`` says otherwise.
     """
     wanted = _status(status, open_only)
-    rows = await asyncio.to_thread(service.store.alerts, rubric=rubric, limit=limit)
+    rows = await asyncio.to_thread(DriftLog(service.store).alerts, rubric=rubric, limit=limit)
     incidents = group_incidents([_alert(row) for row in rows], gap_s)
     if wanted != "all":
         incidents = [i for i in incidents if i.open == (wanted == "open")]
@@ -367,7 +367,7 @@ async def reset_stream(body: StreamReset, service: ServiceDep, caller: Caller) -
         closed_alerts=closed,
     )
     still_open = await asyncio.to_thread(
-        service.store.alerts, open_only=True, rubric=body.rubric, limit=5000
+        DriftLog(service.store).alerts, open_only=True, rubric=body.rubric, limit=5000
     )
     return ResetResponse(closed_alerts=closed, open_alerts=len(still_open))
 

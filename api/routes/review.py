@@ -43,7 +43,7 @@ from arbiter.monitoring.agreement import (
     pass_threshold,
 )
 from arbiter.rubrics.errors import RubricNotFoundError
-from arbiter.rubrics.rubric import Rubric
+from arbiter.rubrics.rubric import Rubric, reward_range
 from arbiter.store.review import ClaimedItem, Label, LabelNotFoundError, LeaseLostError, ReviewQueue
 
 router = APIRouter(tags=["review"])
@@ -435,13 +435,6 @@ async def export_labels(
     )
 
 
-def _reward_range(service: Service, sha256: str) -> tuple[float, float] | None:
-    rubric = _rubric(service, sha256)
-    # A rubric no longer loaded, or one without a clip: its rewards are read as [0, 1].
-    clip = None if rubric is None else rubric.spec.clip
-    return None if clip is None else (clip[0], clip[1])
-
-
 def _pair(service: Service, row: dict[str, Any]) -> LabelledPair:
     return labelled_pair(
         json.loads(row["record"]),
@@ -449,7 +442,7 @@ def _pair(service: Service, row: dict[str, Any]) -> LabelledPair:
         verdicts=row["verdicts"],
         overall_score=row["overall_score"],
         hack_types=row["hack_types"],
-        reward_range=_reward_range(service, row["rubric_sha256"]),
+        reward_range=reward_range(_rubric(service, row["rubric_sha256"])),
     )
 
 

@@ -11,7 +11,6 @@ from fastapi import Path as PathParam
 from pydantic import BaseModel, Field
 from starlette.responses import Response
 
-from arbiter.adapters.rows import AbstainPolicy
 from arbiter.api.body import json_body_openapi, parse_body
 from arbiter.api.deps import Caller, ServiceDep, known_query
 from arbiter.api.errors import NotFound
@@ -23,6 +22,7 @@ from arbiter.api.schemas import (
     RewardRequest,
     RewardResponse,
 )
+from arbiter.rows import AbstainPolicy
 from arbiter.store.reward_reads import MAX_PAGE, LoggedRow, RewardReader
 
 router = APIRouter(tags=["rewards"])

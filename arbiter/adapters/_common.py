@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from arbiter.adapters.coalescer import Coalescer
-from arbiter.adapters.rows import AbstainPolicy, fill_abstained
 from arbiter.client import RETRY_BUDGET_S, ArbiterClient, AsyncArbiterClient
+from arbiter.rows import AbstainPolicy, fill_abstained
 
 __all__ = [
     "AdapterSettings",
@@ -146,7 +146,7 @@ def grading_coalescer(settings: AdapterSettings) -> Coalescer[Graded]:
 
     Each sample gets a position prefix on its id (the same text may be sampled
     twice in one batch); an abstained sample under ``raise`` (or ``group_mean``
-    without a scored peer) gets its own :class:`~arbiter.adapters.rows.AbstainedError`.
+    without a scored peer) gets its own :class:`~arbiter.rows.AbstainedError`.
     """
 
     def make_send() -> Callable[[list[dict[str, Any]]], Awaitable[list[Graded | BaseException]]]:

@@ -15,7 +15,7 @@ Two ways to use Arbiter from OpenRLHF, both through ``--reward.remote_url``
   once per sample from worker threads; the calls are coalesced into micro-batches
   (:mod:`arbiter.adapters.coalescer`).
 
-Both read rows the same way (:mod:`arbiter.adapters.rows`): a left-truncated
+Both read rows the same way (:mod:`arbiter.rows`): a left-truncated
 prompt is recovered, a query that cannot be split abstains on its own, a task
 spec label is the task, the samples of one prompt are one group. ``extra_logs``
 carries, per sample, ``abstained``, ``truncated_prompt`` and each component's
@@ -31,7 +31,7 @@ from typing import Any
 
 from arbiter.adapters._common import AdapterSettings, Graded, grading_coalescer, sample_id
 from arbiter.adapters.coalescer import Coalescer
-from arbiter.adapters.rows import AbstainedError, UnsplittableQuery, parse_label, split_query
+from arbiter.rows import AbstainedError, UnsplittableQuery, parse_label, split_query
 
 __all__ = ["reward_func"]
 

@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from arbiter.adapters._common import fetch_rubric, sample_id, text_of
-from arbiter.adapters.rows import parse_label
 from arbiter.client import ArbiterClient, RewardBatch
+from arbiter.rows import parse_label
 
 __all__ = ["RewardFunction", "reward_functions"]
 

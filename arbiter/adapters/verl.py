@@ -13,7 +13,7 @@ into micro-batches (:mod:`arbiter.adapters.coalescer`), so a step costs a few
 batch requests, not one per sample.
 
 What each call sends: the response; the label (``reward_model.ground_truth``: a
-task spec becomes the task, see :mod:`arbiter.adapters.rows`); from
+task spec becomes the task, see :mod:`arbiter.rows`); from
 ``extra_info``, the prompt (``prompt`` or ``question``), the group
 (``uid`` when present, else ``data_source`` with the dataset ``index``, which all
 rollouts of one prompt share), ``num_turns`` (verl fills it) and the response
@@ -43,7 +43,7 @@ from arbiter.adapters._common import (
     sample_id,
 )
 from arbiter.adapters.coalescer import Coalescer
-from arbiter.adapters.rows import parse_label
+from arbiter.rows import parse_label
 
 __all__ = ["check_config", "compute_score", "compute_score_async", "score_dict"]
 

@@ -348,13 +348,11 @@ TIMER_GRID_S = 0.02
 class Timers:
     """One thread that runs callbacks after a delay, for the whole pool.
 
-    A ``threading.Timer`` per run costs a thread start on every run, about a
-    tenth of the floor's throughput; one thread with a heap costs a push. Nor
-    is the thread woken once a run: deadlines are rounded up to a
+    A ``threading.Timer`` per run costs a thread start on every run; one thread
+    with a heap costs a push. Nor is the thread woken once a run, which would
+    spend the pool's CPU on every run: deadlines are rounded up to a
     ``TIMER_GRID_S`` grid, a push wakes it only when it is due before every
-    other, and a cancelled callback stays in the heap until its time (measured:
-    waking it for each run cost 60-75 us of the pool's CPU a run, about 4% of
-    the floor's throughput).
+    other, and a cancelled callback stays in the heap until its time.
     """
 
     def __init__(self) -> None:

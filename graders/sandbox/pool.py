@@ -147,8 +147,7 @@ DEFAULT_PRELOAD: tuple[str, ...] = (
 #: Modules a run may import but the zygote does not execute: their compiled code
 #: is kept in memory and run only in a child that imports them. ``threading``
 #: registers an at-fork handler when imported, and every fork of a zygote that
-#: had imported it would pay for that handler (measured: a quarter of a
-#: millisecond per run here).
+#: had imported it would pay for that handler.
 DEFAULT_LAZY: tuple[str, ...] = ("threading", "queue")
 
 #: A run's wall-clock backstop, as a multiple of its CPU-time limit.

@@ -11,6 +11,7 @@ from arbiter.api.metrics import Metrics
 from arbiter.graders.types import Sample
 from arbiter.rubrics import RubricError, build_rubric, score_samples
 from arbiter.store.db import Store
+from arbiter.store.drift_log import DriftLog
 
 
 def rubric(drift: dict[str, object]):
@@ -42,7 +43,7 @@ def test_thresholds_from_the_rubric_reach_the_monitor(tmp_path):
     asyncio.run(watch.observe(second, rewards, samples))
     assert watch.monitor.config_for("watched").cusum_h == 7.0  # a new version reconfigures
     watch.save()
-    assert store.load_drift_state("default")
+    assert DriftLog(store).load_state("default")
 
 
 @pytest.mark.parametrize("bad", [{"cusum_h": -1}, {"ks_alpha": 2}, {"window": 5}, {"cusum_hh": 1}])

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from arbiter.groups import group_zscores
 from arbiter.monitoring.drift_statistics import benjamini_hochberg, holm, ks_two_sample
-from arbiter.reward_models.normalize import group_zscores
 from arbiter.rubrics.compose import normalize_values
 
 PVALUES = [

@@ -8,14 +8,14 @@ import pytest
 
 from arbiter.adapters import _common, coalescer, trl, verl
 from arbiter.adapters._common import AdapterSettings
-from arbiter.adapters.rows import (
+from arbiter.client import ArbiterClient
+from arbiter.rows import (
     AbstainedError,
     UnsplittableQuery,
     fill_abstained,
     parse_label,
     split_query,
 )
-from arbiter.client import ArbiterClient
 from tests.trainers.conftest import LiveServer
 
 TASK = {"kind": "python_function", "tests": ["assert f() == 1"], "entry_point": "f"}

@@ -63,7 +63,7 @@ def _longest_prompt_tail(query: str, prompt: str) -> int:
     """Return the length of the longest suffix of ``prompt`` that ``query`` starts with.
 
     The prefix function of the query's head, a NUL, then the prompt gives it in linear time
-    (a quadratic scan over a 16k-character prompt would cost seconds).
+    (a scan from every offset would be quadratic in the prompt's length).
     """
     head = query[: len(prompt)]
     text = head + "\x00" + prompt
