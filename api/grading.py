@@ -89,14 +89,21 @@ class GradedBatch:
     replayed: bool
 
     @classmethod
-    def from_stored(cls, stored: StoredRequest, body_sha256: str | None = None) -> GradedBatch:
+    def from_stored(
+        cls, stored: StoredRequest, body_sha256: str | None = None, samples: int | None = None
+    ) -> GradedBatch:
         """Rebuild a logged batch, for a replay of a request whose body hashes to ``body_sha256``.
+
+        ``samples`` is how many rewards the replayed request needs (when known).
 
         Raises:
             Invalid: the batch was logged for another body under the same key.
+            Unavailable: the logged batch cannot be read back (code
+                ``stored_batch_unreadable``): ours, never graded again under the key.
         """
+        envelope = _read_logged(stored, samples)
         if body_sha256 is not None:
-            logged = orjson.loads(stored.envelope).get("request_sha256")
+            logged = envelope.get("request_sha256")
             if logged is not None and logged != body_sha256:
                 raise Invalid(
                     "this Idempotency-Key was used for a request with another body; "
@@ -110,6 +117,39 @@ class GradedBatch:
             rewards=None,
             replayed=True,
         )
+
+
+def _read_logged(stored: StoredRequest, samples: int | None) -> dict[str, Any]:
+    """Check that a logged batch reads back whole; return its envelope.
+
+    A replay answers with the logged bytes as they are, so each is checked
+    first: a batch that no longer parses (or lost rows) is answered as our
+    failure, never as a malformed body or a different batch.
+    """
+    problem = None
+    try:
+        envelope = orjson.loads(stored.envelope)
+        if not isinstance(envelope, dict):
+            problem = "its envelope is not a JSON object"
+        elif samples is not None and len(stored.records) != samples:
+            problem = f"it holds {len(stored.records)} rewards for {samples} samples"
+        else:
+            for i, raw in enumerate(stored.records):
+                record = orjson.loads(raw)
+                if not (isinstance(record, dict) and "reward" in record):
+                    problem = f"reward {i} is not a reward record"
+                    break
+    except orjson.JSONDecodeError as e:
+        problem = f"it does not parse ({e})"
+    if problem is not None:
+        logger.error("the logged batch %s cannot be replayed: %s", stored.id, problem)
+        raise Unavailable(
+            f"the response logged for this Idempotency-Key cannot be read back ({problem}); "
+            "it is not graded again under the same key: report request "
+            f"{stored.id} to the operator",
+            code="stored_batch_unreadable",
+        )
+    return envelope  # type: ignore[no-any-return]
 
 
 #: A claimed Idempotency-Key's lease is renewed until the request's deadline plus
@@ -310,7 +350,7 @@ class GradingPipeline:
                 stored = await self.claims.acquire(*slot, deadline_s=hold_s)
                 claimed = stored is None
             if stored is not None:
-                return GradedBatch.from_stored(stored, body_sha256)
+                return GradedBatch.from_stored(stored, body_sha256, len(samples))
             graded = await self._grade_new(batch)
             # Logged, or another replica's log of the key replayed: either way
             # the claim went with that commit.
@@ -432,7 +472,8 @@ class GradingPipeline:
             stored = await self.replay(batch.principal.client, batch.idempotency_key)
             if stored is None:
                 raise
-            return _Logged(request_id, GradedBatch.from_stored(stored, batch.body_sha256))
+            replayed = GradedBatch.from_stored(stored, batch.body_sha256, len(batch.samples))
+            return _Logged(request_id, replayed)
         except Exception as e:
             # Not acknowledged. The commit may still have gone through (the
             # connection dropped while committing): the client's retry under the

@@ -126,7 +126,7 @@ class OpenRLHFAdapter:
             for b in (bucket, bucket - 1):
                 stored = await self.pipeline.replay(principal.client, f"openrlhf:{digest}:{b}")
                 if stored is not None and time.time() - stored.created_at < window:
-                    answer.batch = GradedBatch.from_stored(stored)
+                    answer.batch = GradedBatch.from_stored(stored, samples=len(samples))
                     return answer
             key = f"openrlhf:{digest}:{bucket}"
 

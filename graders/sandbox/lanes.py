@@ -25,7 +25,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from arbiter.graders.sandbox.errors import SandboxError
@@ -35,10 +35,12 @@ __all__ = [
     "Lanes",
     "LeastAttained",
     "Timers",
+    "busy_ticks",
     "can_raise_priority",
     "demote",
+    "outside_share",
+    "outside_wait_s",
     "trusted_process",
-    "waited_s",
 ]
 
 logger = logging.getLogger("arbiter.graders.sandbox.lanes")
@@ -242,12 +244,38 @@ def _run_delay_s(pid: int) -> float:
         return 0.0
 
 
-def waited_s(zygote_pid: int) -> float:
-    """Return how long the run under a slot's zygote has waited for a CPU (its longest wait)."""
-    return max((_run_delay_s(pid) for pid in _run_pids(zygote_pid)), default=0.0)
+def outside_share(elsewhere: int, others: int, siblings: int) -> float:
+    """Return the share of a run's wait for a CPU that is credited to it.
+
+    A run's longest waiting process waited while the CPUs went to three kinds
+    of work: ``elsewhere`` (the host, this service's trusted side, the fast
+    lane), ``others`` (the long lane's other runs) and ``siblings`` (the run's
+    own other processes), each in CPU ticks over the same time. Only the first
+    is credited: a run that forks busy children waits for them, and that wait
+    is its own work, never a reason to move its deadline.
+    """
+    total = elsewhere + others + siblings
+    return elsewhere / total if total else 1.0
 
 
-def _busy_ticks() -> int:
+def outside_wait_s(zygote_pid: int, busy_at_start: int) -> float:
+    """Return the run's wait for a CPU since it started, less what its own processes caused.
+
+    ``busy_at_start`` is :func:`busy_ticks` when the run started: everything
+    busy since then that was not the run itself is ``elsewhere``.
+    """
+    pids = _run_pids(zygote_pid)
+    if not pids:
+        return 0.0
+    delays = {pid: _run_delay_s(pid) for pid in pids}
+    waiter = max(delays, key=delays.__getitem__)
+    ticks = {pid: _cpu_ticks(pid) for pid in pids}
+    run = sum(ticks.values())
+    elsewhere = max(0, busy_ticks() - busy_at_start - run)
+    return delays[waiter] * outside_share(elsewhere, 0, run - ticks[waiter])
+
+
+def busy_ticks() -> int:
     """Return the CPU time every core has spent busy since boot, in clock ticks (/proc/stat)."""
     try:
         with open("/proc/stat") as f:
@@ -443,7 +471,7 @@ class HostShare:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._at = time.monotonic()
-        self._busy = _busy_ticks()
+        self._busy = busy_ticks()
         self._ours = _service_ticks()
         self._contended = False
 
@@ -452,7 +480,7 @@ class HostShare:
         with self._lock:
             now = time.monotonic()
             if now - self._at >= RANK_EVERY_S:
-                busy, ours = _busy_ticks(), _service_ticks()
+                busy, ours = busy_ticks(), _service_ticks()
                 spent = busy - self._busy
                 if spent > 0:
                     self._contended = spent - (ours - self._ours) > HOST_SHARE_CONTENDED * spent
@@ -471,7 +499,11 @@ class _LongRun:
     credit: Callable[[float], None]
     #: In the order the runs turned long (ties in the ranking go to the older).
     order: int
+    #: :func:`busy_ticks` when the run started (its wait in the fast lane is weighed from there).
+    busy_at_start: int = 0
     ticks: int = -1
+    #: Each process's CPU ticks at the last tick.
+    pid_ticks: dict[int, int] = field(default_factory=dict)
     delay_s: float = 0.0
     credited_s: float = 0.0
     favoured: bool = False
@@ -484,14 +516,14 @@ class LeastAttained:
     **Credit.** A run's wall-clock backstop measures its own work: time its
     processes spent runnable but waiting for a CPU (``run_delay`` in
     ``/proc/PID/schedstat``) is added to it, so a busy host cannot end a
-    correct run that a quiet one would have let finish. All of a run's wait
-    while it was in the fast lane is credited. In the long lane, a tick's wait
-    is credited in the proportion of the busy CPU that went to anything but
-    the long lane's other runs (the host, this service's trusted side, the
-    fast lane); the share that went to the other long runs is not, or a
-    batch of loopers would each be credited with the others' CPU and every
-    one would run to its full CPU limit. The credit goes to ``credit`` (the
-    pool moves every deadline of the run with it).
+    correct run that a quiet one would have let finish. The wait is credited
+    in the proportion of the busy CPU that went to anything but the run's own
+    other processes and, in the long lane, the lane's other runs (see
+    :func:`outside_share`): a run that forks busy children waits for them,
+    and a batch of loopers would each be credited with the others' CPU and
+    every one would run to its full CPU limit. Its wait in the fast lane is
+    weighed over the whole time since it started, at its first tick. The
+    credit goes to ``credit`` (the pool moves every deadline of the run with it).
 
     **Ranking** (``rank``: where this process may raise a priority back,
     CAP_SYS_NICE). Under fair shares, k long runs on n cores get n/k of a
@@ -534,17 +566,25 @@ class LeastAttained:
         current: Callable[[], bool],
         idle: IdleGroup | None,
         credit: Callable[[float], None] | None = None,
+        busy_at_start: int | None = None,
     ) -> None:
-        """Track a run that has just turned long (``current`` says whether it still runs)."""
+        """Track a run that has just turned long (``current`` says whether it still runs).
+
+        ``busy_at_start`` is :func:`busy_ticks` when the run started (default: now).
+        """
         with self._lock:
             self._idle = idle
             self._runs[key] = _LongRun(
-                zygote_pid, current, credit or (lambda _: None), next(self._order)
+                zygote_pid,
+                current,
+                credit or (lambda _: None),
+                next(self._order),
+                busy_ticks() if busy_at_start is None else busy_at_start,
             )
             if self._chain is not None:
                 return
             chain = self._chain = next(self._chains)
-            self._busy = _busy_ticks()
+            self._busy = busy_ticks()
         self.timers.call_later(0.0, lambda: self._tick(chain))
 
     def discard(self, key: object) -> None:
@@ -569,33 +609,45 @@ class LeastAttained:
                 return
             runs = list(self._runs.values())
             idle = self._idle
-            busy, self._busy = self._busy, _busy_ticks()
+            busy, self._busy = self._busy, busy_ticks()
         busy = self._busy - busy
+        now_busy = self._busy
         seen = []
         for run in runs:
             pids = _run_pids(run.zygote)
-            ticks = sum(_cpu_ticks(pid) for pid in pids)
-            delay_s = max((_run_delay_s(pid) for pid in pids), default=0.0)
-            seen.append((run, pids, ticks, delay_s))
+            pid_ticks = {pid: _cpu_ticks(pid) for pid in pids}
+            delays = {pid: _run_delay_s(pid) for pid in pids}
+            waiter = max(delays, key=delays.__getitem__) if delays else None
+            delay_s = delays[waiter] if waiter is not None else 0.0
+            seen.append((run, pids, pid_ticks, waiter, delay_s))
         # The long lane's CPU this tick, from the runs seen before (new ones: next tick).
-        lane = sum(max(0, ticks - run.ticks) for run, _, ticks, _ in seen if run.ticks >= 0)
-        for run, _, ticks, delay_s in seen:
+        lane = sum(
+            max(0, sum(t.values()) - run.ticks) for run, _, t, _, _ in seen if run.ticks >= 0
+        )
+        for run, _, pid_ticks, waiter, delay_s in seen:
+            ticks = sum(pid_ticks.values())
             waited = max(0.0, delay_s - run.delay_s)
             if run.ticks < 0:
-                share = 1.0  # its wait so far, in the fast lane
+                # Its wait so far, in the fast lane, weighed over the time since it started.
+                siblings = ticks - (pid_ticks[waiter] if waiter is not None else 0)
+                elsewhere = max(0, now_busy - run.busy_at_start - ticks)
+                share = outside_share(elsewhere, 0, siblings)
             else:
-                others = max(0, lane - max(0, ticks - run.ticks))
-                elsewhere = max(0, busy - lane)
-                share = elsewhere / (elsewhere + others) if elsewhere + others else 1.0
+                own = max(0, ticks - run.ticks)
+                mine = 0
+                if waiter is not None:
+                    mine = max(0, pid_ticks[waiter] - run.pid_ticks.get(waiter, 0))
+                share = outside_share(max(0, busy - lane), max(0, lane - own), max(0, own - mine))
             run.ticks, run.delay_s = ticks, max(run.delay_s, delay_s)
+            run.pid_ticks = pid_ticks
             run.credited_s += waited * share
             # Every tick: the run's deadline also moves while the trusted side works.
             run.credit(run.credited_s)
         if self.rank:
             nice = _FAVOURED_NICE_CONTENDED if self.host.contended() else _FAVOURED_NICE
             # Fewest ticks first; among equals, the run that turned long first.
-            seen.sort(key=lambda entry: (entry[2], entry[0].order))
-            for place, (run, pids, _, _) in enumerate(seen):
+            seen.sort(key=lambda entry: (sum(entry[2].values()), entry[0].order))
+            for place, (run, pids, _, _, _) in enumerate(seen):
                 self._place(run, pids, nice if place < self.favoured else None, idle)
         self.rounds += 1
         self.timers.call_later(RANK_EVERY_S, lambda: self._tick(chain))

@@ -51,10 +51,11 @@ from arbiter.graders.sandbox.lanes import (
     Lanes,
     LeastAttained,
     Timers,
+    busy_ticks,
     can_raise_priority,
     demote,
+    outside_wait_s,
     trusted_process,
-    waited_s,
 )
 from arbiter.graders.sandbox.uids import DEFAULT_UID_BASE, UidRange
 
@@ -592,12 +593,14 @@ class _Slot:
     def _schedule(self, seq: int, deadline: RunDeadline, long_after_s: float, zygote: int) -> None:
         """Move the run to the long lane once it has had ``long_after_s`` of its own time.
 
-        Its own time is the wall clock less its wait for a CPU: a run that a
-        busy host keeps off the CPU is still short, and keeps its fast place
-        and its priority.
+        Its own time is the wall clock less its wait for a CPU (less the wait its
+        own other processes caused: :func:`outside_wait_s`): a run that a busy
+        host keeps off the CPU is still short, and keeps its fast place and its
+        priority; one that forks busy children is not.
         """
         state = self._state = _RunState(seq)
         pool = self.pool
+        busy_at_start = busy_ticks()
 
         def current() -> bool:
             return not state.ended
@@ -609,7 +612,8 @@ class _Slot:
             if state.ended:
                 return
             now = time.monotonic()
-            own = now - deadline.started - waited_s(zygote) - deadline.trusted_s(now)
+            waited = outside_wait_s(zygote, busy_at_start)
+            own = now - deadline.started - waited - deadline.trusted_s(now)
             if own < long_after_s:
                 state.timer = pool.timers.call_later(long_after_s - own, to_the_long_lane)
                 return
@@ -621,7 +625,7 @@ class _Slot:
             if ranked or not pool.least_attained.host.contended():
                 demote(zygote, idle)
             pool._lanes.to_long(self.token)
-            pool.least_attained.add(self.index, zygote, current, idle, credit)
+            pool.least_attained.add(self.index, zygote, current, idle, credit, busy_at_start)
 
         state.timer = pool.timers.call_later(long_after_s, to_the_long_lane)
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, func, make_url, select
+from sqlalchemy import create_engine, delete, func, make_url, select, update
 
 from arbiter.client import ArbiterClient
 from arbiter.store.tables import idempotency_claims, requests, rewards
@@ -309,5 +309,37 @@ def test_store_errors_while_claiming_or_releasing_a_key_answer_503_never_500(
         assert not again.replayed
         assert logged(postgres_url, "k2") == [(again.request_id, len(batch))]
         assert "could not release an idempotency claim" in server.log.read_text()
+    finally:
+        stop_all(server)
+
+
+@pytest.mark.parametrize("damage", ["a record that does not parse", "a lost row"])
+def test_a_logged_batch_that_no_longer_reads_back_is_ours_and_never_graded_twice(
+    start_server: StartServer, damage: str
+) -> None:
+    server = start_server(None, {"eff": EFFICIENCY}, **QUICK)
+    try:
+        batch, key = samples("u", 4), f"unreadable-{damage[:6]}"
+        body = {"rubric": "eff", "samples": batch}
+        with server.client() as http:
+            first = http.post("/v1/rewards", json=body, headers={"Idempotency-Key": key})
+            assert first.status_code == 200, first.text
+            ((request_id, n),) = logged(server.db_url, key)
+            engine = create_engine(server.db_url)
+            with engine.begin() as conn:
+                last = select(func.max(rewards.c.id)).where(rewards.c.request_id == request_id)
+                row = conn.execute(last).scalar_one()
+                if damage == "a lost row":
+                    conn.execute(delete(rewards).where(rewards.c.id == row))
+                else:
+                    conn.execute(update(rewards).where(rewards.c.id == row).values(record="{"))
+            engine.dispose()
+            again = http.post("/v1/rewards", json=body, headers={"Idempotency-Key": key})
+        # Typed as ours (not a 500, not a malformed body, not another batch) ...
+        assert again.status_code == 503, again.text
+        assert again.json()["code"] == "stored_batch_unreadable", again.text
+        assert request_id in again.json()["message"]
+        # ... and never graded again under the key: one logged request, as damaged.
+        assert logged(server.db_url, key) == [(request_id, n - (damage == "a lost row"))]
     finally:
         stop_all(server)

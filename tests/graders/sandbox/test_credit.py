@@ -16,6 +16,7 @@ import pytest
 
 from arbiter.graders.runner import GraderJob, run_job
 from arbiter.graders.sandbox import PoolConfig, SandboxPool
+from arbiter.graders.sandbox import lanes as lanes_module
 from arbiter.graders.sandbox import pool as pool_module
 from arbiter.graders.sandbox.errors import SandboxError
 from arbiter.graders.sandbox.lanes import HostShare
@@ -166,3 +167,40 @@ def test_without_cap_sys_nice_a_run_that_turns_long_under_host_load_is_not_starv
         pool.close()
     assert result.score == 1.0, result.failure
     assert result.details["sandbox"]["long"], result.details["sandbox"]
+
+
+#: A candidate that forks busy children (as many as its process limit lets it) and
+#: keeps busy itself: each process waits for a CPU because of the others, so the
+#: run's longest wait grows with the wall clock without any other work on the host.
+FORKS_BUSY_CHILDREN = (
+    "import os\n"
+    "def f():\n"
+    "    for _ in range(6):\n"
+    "        try:\n"
+    "            if os.fork() == 0:\n"
+    "                break\n"
+    "        except OSError:\n"
+    "            break\n"
+    "    while True:\n"
+    "        pass\n"
+)
+
+
+def test_the_wait_a_run_causes_itself_is_not_credited(
+    one_slot: SandboxPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grader = UnitTestsGrader(one_slot)
+    with monkeypatch.context() as naive:  # the control: every wait credited, whoever caused it
+        naive.setattr(lanes_module, "outside_share", lambda *_: 1.0)
+        control = grade(grader, FORKS_BUSY_CHILDREN, RETURNS_TRUE, timeout_s=1.0)
+    result = grade(grader, FORKS_BUSY_CHILDREN, RETURNS_TRUE, timeout_s=1.0)
+    for graded in (control, result):
+        assert graded.failure is not None and graded.failure.kind == FailureKind.TIMEOUT, graded
+    naive_s, credit = control.details["sandbox"], result.details["sandbox"]
+    # Credited with its own processes' wait, the run moved its deadline by most of
+    # its wall clock: with more processes it would reach the cap (8 backstops), and
+    # its timeout would become our failure (an abstention), holding its place meanwhile.
+    assert naive_s["credit_s"] > 1.0, naive_s
+    # Credited only with what the rest of the host took, it ends near its own backstop.
+    assert credit["credit_s"] < naive_s["credit_s"] / 3, (credit, naive_s)
+    assert credit["wall_s"] < naive_s["wall_s"], (credit, naive_s)
