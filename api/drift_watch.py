@@ -120,6 +120,7 @@ class DriftWatch:
 
     def __init__(self, store: Store, metrics: Metrics, name: str = "default") -> None:
         self.store = store
+        self.log = DriftLog(store)
         self.name = name
         self.monitor = DriftMonitor()
         self._lock = threading.Lock()
@@ -150,7 +151,7 @@ class DriftWatch:
         if not force and time.monotonic() - self._silences_read < SILENCE_REFRESH_S:
             return
         try:
-            rows = DriftLog(self.store).silences(active_at=time.time(), limit=1000)
+            rows = self.log.silences(active_at=time.time(), limit=1000)
         except Exception:  # the silences as last read stand: flags never cost a batch
             logger.warning("could not read drift silences; the last ones read apply", exc_info=True)
             return
@@ -184,7 +185,7 @@ class DriftWatch:
 
     def load(self) -> None:
         """Resume from the saved state (a fresh monitor when there is none or it is unreadable)."""
-        saved = DriftLog(self.store).load_state(self.name)
+        saved = self.log.load_state(self.name)
         if saved is None:
             return
         raw = saved[0]
@@ -200,7 +201,7 @@ class DriftWatch:
         """Save the monitor's state."""
         with self._lock:
             state = self.monitor.state().model_dump_json()
-        DriftLog(self.store).save_state(self.name, state)
+        self.log.save_state(self.name, state)
 
     def close(self) -> None:
         """Save the state at shutdown."""
@@ -234,7 +235,7 @@ class DriftWatch:
         opened = [_row(a, now) for a in update.opened]
         closed = [a.id for a in update.closed]
         if opened or closed:
-            DriftLog(self.store).record_alerts(opened, closed, now)
+            self.log.record_alerts(opened, closed, now)
             self._log_opened(update.opened, open_now)
         self._publish([_label(a) for a in open_now])
         return flags, opened, closed
@@ -326,7 +327,7 @@ class DriftWatch:
             closed = [a for key in keys for a in self.monitor.reset_reference(key)]
             open_now = [_label(a) for a in self.monitor.open_alerts]
         if closed:
-            DriftLog(self.store).record_alerts([], [a.id for a in closed], now)
+            self.log.record_alerts([], [a.id for a in closed], now)
         self._publish(open_now)
         return len(closed)
 
@@ -365,7 +366,6 @@ class SharedDriftWatch(DriftWatch):
         name: str = "shared",
     ) -> None:
         super().__init__(store, metrics, name)
-        self.log = DriftLog(store)
         self.leader = LeaderLock(store, f"arbiter-drift-monitor:{name}")
         self.cursor = LogCursor()
         self.catalog = catalog

@@ -261,18 +261,28 @@ def outside_share(elsewhere: int, others: int, siblings: int) -> float:
 def outside_wait_s(zygote_pid: int, busy_at_start: int) -> float:
     """Return the run's wait for a CPU since it started, less what its own processes caused.
 
-    ``busy_at_start`` is :func:`busy_ticks` when the run started: everything
-    busy since then that was not the run itself is ``elsewhere``.
+    ``busy_at_start`` is :func:`busy_ticks` when the run started.
     """
-    pids = _run_pids(zygote_pid)
-    if not pids:
-        return 0.0
-    delays = {pid: _run_delay_s(pid) for pid in pids}
-    waiter = max(delays, key=delays.__getitem__)
+    ticks, waiter, delay_s = _processes(_run_pids(zygote_pid))
+    return delay_s * _share_since_start(ticks, waiter, busy_ticks() - busy_at_start)
+
+
+def _processes(pids: list[int]) -> tuple[dict[int, int], int | None, float]:
+    """Return each process's CPU ticks, the one that waited longest for a CPU, and its wait."""
     ticks = {pid: _cpu_ticks(pid) for pid in pids}
+    delays = {pid: _run_delay_s(pid) for pid in pids}
+    waiter = max(delays, key=delays.__getitem__) if delays else None
+    return ticks, waiter, delays[waiter] if waiter is not None else 0.0
+
+
+def _share_since_start(ticks: dict[int, int], waiter: int | None, busy: int) -> float:
+    """Return :func:`outside_share` of a run's wait since it started (``busy``: host ticks since).
+
+    Everything busy since then that was not the run itself is ``elsewhere``.
+    """
     run = sum(ticks.values())
-    elsewhere = max(0, busy_ticks() - busy_at_start - run)
-    return delays[waiter] * outside_share(elsewhere, 0, run - ticks[waiter])
+    siblings = run - (ticks[waiter] if waiter is not None else 0)
+    return outside_share(max(0, busy - run), 0, siblings)
 
 
 def busy_ticks() -> int:
@@ -615,11 +625,7 @@ class LeastAttained:
         seen = []
         for run in runs:
             pids = _run_pids(run.zygote)
-            pid_ticks = {pid: _cpu_ticks(pid) for pid in pids}
-            delays = {pid: _run_delay_s(pid) for pid in pids}
-            waiter = max(delays, key=delays.__getitem__) if delays else None
-            delay_s = delays[waiter] if waiter is not None else 0.0
-            seen.append((run, pids, pid_ticks, waiter, delay_s))
+            seen.append((run, pids, *_processes(pids)))
         # The long lane's CPU this tick, from the runs seen before (new ones: next tick).
         lane = sum(
             max(0, sum(t.values()) - run.ticks) for run, _, t, _, _ in seen if run.ticks >= 0
@@ -629,9 +635,7 @@ class LeastAttained:
             waited = max(0.0, delay_s - run.delay_s)
             if run.ticks < 0:
                 # Its wait so far, in the fast lane, weighed over the time since it started.
-                siblings = ticks - (pid_ticks[waiter] if waiter is not None else 0)
-                elsewhere = max(0, now_busy - run.busy_at_start - ticks)
-                share = outside_share(elsewhere, 0, siblings)
+                share = _share_since_start(pid_ticks, waiter, now_busy - run.busy_at_start)
             else:
                 own = max(0, ticks - run.ticks)
                 mine = 0
