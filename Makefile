@@ -29,9 +29,21 @@ $(STAMP): pyproject.toml
 
 # Debian's prometheus brings promtool and a server the dashboard test scrapes with;
 # checked on every setup (not only with the stamp), so an existing .venv gets it too.
+# The compilers and runtimes of the languages beyond Python, and the libraries
+# HumanEvalPack's tests use (testify; the rand, regex and md5 crates), all from
+# Debian's packages: a language whose toolchain is missing fails its tasks typed
+# (toolchain_missing), and the strict suite fails.
+TOOLCHAIN_PACKAGES := g++ default-jdk-headless golang-go rustc cargo nodejs libboost-dev \
+	golang-github-stretchr-testify-dev librust-rand-dev librust-regex-dev librust-md5-dev
 tools:
 	@if ! command -v promtool >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	fi
+	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+		! dpkg-query -W -f='$${Status}\n' $(TOOLCHAIN_PACKAGES) 2>/dev/null | grep -qv '^install ok installed$$' && \
+		[ "$$(dpkg-query -W -f='$${Status}\n' $(TOOLCHAIN_PACKAGES) 2>/dev/null | wc -l)" = "$(words $(TOOLCHAIN_PACKAGES))" ]; then :; \
+	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TOOLCHAIN_PACKAGES) >/dev/null; \
 	fi
 
 # The wheel a user installs, built from this checkout (pip builds it in isolation).
@@ -57,6 +69,7 @@ setup: $(STAMP) $(TRAINERS_STAMP) tools
 
 demo: setup
 	$(BIN)/arbiter score --rubric rubrics/library/python-codegen.yaml eval_sets/codegen-demo.jsonl -o demo-rewards.jsonl
+	$(BIN)/arbiter score --rubric rubrics/library/cpp-competitive.yaml eval_sets/cpp-stdio-demo.jsonl -o demo-cpp-rewards.jsonl
 
 # The main suite, then tests/trainers in the trainers' environment on a wheel of this
 # very checkout (-P and append mode: the installed arbiter, never the source tree).
@@ -74,4 +87,4 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) $(TRAINERS) $(WHEEL_DIR) demo-rewards.jsonl
+	rm -rf $(VENV) $(TRAINERS) $(WHEEL_DIR) demo-rewards.jsonl demo-cpp-rewards.jsonl

@@ -504,6 +504,7 @@ class BanditGrader(Grader[BanditConfig]):
             config.code_block,
             config.selection(),
             prompt=prompt_text(sample),
+            language=sample.task.language if sample.task is not None else "python",
         )
         if isinstance(outcome, GradeResult):
             return outcome

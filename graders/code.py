@@ -21,7 +21,7 @@ from typing import Literal
 
 from arbiter.graders.sandbox.syntax import parse_module
 
-__all__ = ["Block", "ExtractedCode", "blocks", "extract_code"]
+__all__ = ["Block", "ExtractedCode", "blocks", "extract_code", "extract_source"]
 
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+.#-]*)[^\n]*\n", re.MULTILINE)
 _PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
@@ -88,5 +88,31 @@ def extract_code(response: str, *, which: Literal["all", "last"] = "all") -> Ext
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         # ValueError: null bytes; RecursionError/MemoryError: absurd nesting. None of
         # them is a program this grader can run; the caller reports no_code.
+        return None
+    return ExtractedCode(response if response.endswith("\n") else response + "\n", "raw", 0)
+
+
+def extract_source(
+    response: str, tags: tuple[str, ...], *, which: Literal["all", "last"] = "all"
+) -> ExtractedCode | None:
+    """Return the code in ``response`` for a language known by its fence ``tags``.
+
+    The same rules as :func:`extract_code`, except that with no fence the raw
+    text is the code whatever it is (no parser here decides; the compiler
+    will), and blocks tagged for another language are never taken.
+    """
+    found = blocks(response)
+    if found:
+        tagged = [b for b in found if b.tag in tags]
+        chosen = tagged or [b for b in found if b.tag == ""]
+        if not chosen:
+            return None
+        if which == "last":
+            chosen = chosen[-1:]
+        code = "\n\n".join(b.body.rstrip("\n") for b in chosen) + "\n"
+        if not code.strip():
+            return None
+        return ExtractedCode(code, "fenced", len(chosen), not chosen[-1].closed)
+    if not response.strip():
         return None
     return ExtractedCode(response if response.endswith("\n") else response + "\n", "raw", 0)

@@ -464,6 +464,7 @@ class RadonGrader(Grader[RadonConfig]):
             config.code_block,
             config.options(),
             prompt=prompt_text(sample),
+            language=sample.task.language if sample.task is not None else "python",
         )
         if isinstance(outcome, GradeResult):
             return outcome

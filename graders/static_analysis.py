@@ -271,13 +271,22 @@ async def analyse_response(
     options: OptionsT,
     *,
     prompt: str = "",
+    language: str = "python",
 ) -> tuple[AnalysisT, bool, ExtractedCode] | GradeResult:
     """Extract the code and analyse it; return (analysis, cached, code) or the failure to report.
 
     The failures are the same for every static grader: no code, code that
     does not parse, code the analyser cannot handle, a dead pool worker. The
     prompt counts when the completion continues it (:mod:`arbiter.graders.program`).
+    A task in another language is ``not_applicable``: the analysers read Python
+    only, and a rubric leaves the component out rather than read it as 0.
     """
+    if language != "python":
+        return grader.failed(
+            FailureKind.NOT_APPLICABLE,
+            f"{grader.name} analyses Python; this task's language is {language}",
+            details={"language": language},
+        )
     extracted = assemble_program(prompt, response, which=which)
     if extracted is None:
         return grader.failed(FailureKind.NO_CODE, "the response holds no Python code")

@@ -22,10 +22,12 @@ from pydantic import (
 
 __all__ = [
     "INFRASTRUCTURE_FAILURES",
+    "LANGUAGES",
     "Failure",
     "FailureKind",
     "GradeResult",
     "IOCase",
+    "LimitOverrides",
     "Message",
     "Metrics",
     "Sample",
@@ -57,6 +59,15 @@ class FailureKind(StrEnum):
     JUDGE_TIMEOUT = "judge_timeout"
     GRADER_ERROR = "grader_error"
     INVALID_SCORE = "invalid_score"
+    #: The candidate's program did not compile; the compiler's diagnostics are the message.
+    COMPILE_ERROR = "compile_error"
+    MEMORY_LIMIT = "memory_limit"
+    OUTPUT_LIMIT = "output_limit"
+    #: This host lacks the compiler or runtime the task's language needs: ours.
+    TOOLCHAIN_MISSING = "toolchain_missing"
+    #: The grader does not apply to this sample (a Python analyser on C++): never a 0,
+    #: and the rubric leaves the component out.
+    NOT_APPLICABLE = "not_applicable"
 
 
 #: Failures that are ours, never the candidate's: retried, and a reward that meets
@@ -72,6 +83,7 @@ INFRASTRUCTURE_FAILURES = frozenset(
         FailureKind.JUDGE_ERROR,
         FailureKind.JUDGE_TIMEOUT,
         FailureKind.JUDGE_PARSE_ERROR,
+        FailureKind.TOOLCHAIN_MISSING,
     }
 )
 
@@ -141,14 +153,41 @@ class IOCase(_Frozen):
     output: str
 
 
+#: The languages a task may be written in (``python`` is the default).
+LANGUAGES = ("python", "cpp", "java", "go", "rust", "javascript")
+
+
+class LimitOverrides(_Frozen):
+    """A task's own limits, over the grader's and its language's (as Piston's limit_overrides)."""
+
+    timeout_s: Annotated[float, Field(gt=0, le=600)] | None = None
+    memory_mb: Annotated[int, Field(ge=16, le=1 << 16)] | None = None
+    max_processes: Annotated[int, Field(ge=1, le=4096)] | None = None
+    max_output_bytes: Annotated[int, Field(ge=1024, le=1 << 30)] | None = None
+    max_open_files: Annotated[int, Field(ge=16, le=65536)] | None = None
+    compile_timeout_s: Annotated[float, Field(gt=0, le=600)] | None = None
+
+
 class TaskSpec(_Frozen):
     """What the unit-test grader needs to check a response."""
 
-    kind: Literal["python_function", "pytest", "stdin_stdout"]
+    kind: Literal["python_function", "pytest", "stdin_stdout", "test_program"]
     tests: str | list[str] | list[IOCase]
+    language: Literal["python", "cpp", "java", "go", "rust", "javascript"] = Field(
+        default="python",
+        description=(
+            "The program's language: python for every kind; the others for stdin_stdout "
+            "and test_program."
+        ),
+    )
     entry_point: str | None = None
     reference: str | None = None
-    setup_code: str | None = None
+    setup_code: str | None = Field(
+        default=None,
+        description="Code that comes before the tests (test_program: Go's package clause and "
+        "test imports).",
+    )
+    limit_overrides: LimitOverrides | None = None
     comparison: Literal["exact", "whitespace", "float"] = Field(
         default="whitespace",
         description="stdin_stdout: how the program's output is compared with the expected one.",
@@ -157,6 +196,19 @@ class TaskSpec(_Frozen):
         default=1e-6,
         description="stdin_stdout with comparison 'float': absolute and relative tolerance.",
     )
+
+    @model_validator(mode="after")
+    def _kind_fits_language(self) -> TaskSpec:
+        if self.language == "python" and self.kind == "test_program":
+            raise ValueError(
+                "a test_program task needs a language other than python "
+                "(Python tests are python_function or pytest tasks)"
+            )
+        if self.language != "python" and self.kind in ("python_function", "pytest"):
+            raise ValueError(f"a {self.kind} task is Python; {self.language!r} needs test_program")
+        if self.kind == "test_program" and not isinstance(self.tests, str):
+            raise ValueError("test_program tests must be the test program's source text")
+        return self
 
 
 class Metrics(_Frozen):

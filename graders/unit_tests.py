@@ -53,7 +53,17 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.code import extract_source
+from arbiter.graders.languages import language as language_named
+from arbiter.graders.languages.base import Language, ProgramParts, UnsupportedTask
 from arbiter.graders.program import compiles, program_of, prompt_code, prompt_text
+from arbiter.graders.programs import (
+    COMPILE_OUTPUT_BYTES,
+    DIAGNOSTICS_CHARS,
+    Artifact,
+    CompileFailed,
+    Programs,
+)
 from arbiter.graders.sandbox import (
     LAYERS,
     Channel,
@@ -79,9 +89,11 @@ from arbiter.graders.sandbox.suites import (
     tampering_signals,
 )
 from arbiter.graders.types import (
+    LANGUAGES,
     FailureKind,
     GradeResult,
     IOCase,
+    LimitOverrides,
     Sample,
     TaskSpec,
     Violation,
@@ -144,6 +156,18 @@ class UnitTestsConfig(GraderConfig):
     max_output_bytes: int = Field(
         default=1 << 20, ge=1024, le=1 << 30, description="Cap on each file a run writes."
     )
+    max_open_files: int = Field(
+        default=64, ge=16, le=65536, description="Open files per process of a run."
+    )
+    compile_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        le=600,
+        description=(
+            "CPU-time limit of one compile in the sandbox (compiled languages); default: the "
+            "language's own."
+        ),
+    )
     partial_credit: bool = Field(
         default=True, description="Score the fraction passed; otherwise all or nothing."
     )
@@ -165,6 +189,34 @@ class UnitTestsConfig(GraderConfig):
         ),
     )
 
+    language_limits: dict[str, LimitOverrides] = Field(
+        default_factory=dict,
+        description=(
+            "Per-language limits over the ones above (cpp, java, go, rust, javascript, "
+            "python); a task's own limit_overrides win over both."
+        ),
+    )
+
+    @field_validator("language_limits")
+    @classmethod
+    def _known_languages(cls, value: dict[str, LimitOverrides]) -> dict[str, LimitOverrides]:
+        unknown = sorted(set(value) - set(LANGUAGES))
+        if unknown:
+            raise ValueError(f"unknown languages {unknown}; known: {', '.join(LANGUAGES)}")
+        return value
+
+    def for_task(self, task: TaskSpec) -> UnitTestsConfig:
+        """This config with the task's language's limits and the task's own overrides applied."""
+        update: dict[str, Any] = {}
+        for overrides in (self.language_limits.get(task.language), task.limit_overrides):
+            if overrides is not None:
+                update.update(
+                    (k, v)
+                    for k, v in overrides.model_dump().items()
+                    if v is not None and k in type(self).model_fields
+                )
+        return self.model_copy(update=update) if update else self
+
     @field_validator("require_layers")
     @classmethod
     def _known_layers(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -180,9 +232,36 @@ class UnitTestsConfig(GraderConfig):
             memory_mb=self.memory_mb,
             max_processes=self.max_processes,
             max_output_bytes=self.max_output_bytes,
+            max_open_files=self.max_open_files,
             wall_factor=self.wall_factor,
             long_after_s=self.long_after_s,
         )
+
+    def language_limits_for(self, lang: Language) -> tuple[Limits, Limits]:
+        """The limits of a run and of a compile in ``lang``.
+
+        A run's address space is the task's memory plus what the language's
+        runtime reserves for itself, and its process limit the task's plus the
+        runtime's own threads; the candidate's heap is bounded at the task's
+        memory by the runtime's flag (``{memory_mb}``).
+        """
+        extra = lang.limits
+        run = dataclasses.replace(
+            self.limits(),
+            memory_mb=self.memory_mb + extra.address_space_mb,
+            max_processes=self.max_processes + extra.threads,
+            max_open_files=max(self.max_open_files, extra.open_files),
+        )
+        build = Limits(
+            timeout_s=self.compile_timeout_s or extra.compile_cpu_s,
+            memory_mb=extra.compile_memory_mb,
+            max_processes=extra.compile_processes,
+            max_output_bytes=COMPILE_OUTPUT_BYTES,
+            max_open_files=1024,
+            wall_factor=self.wall_factor,
+            long_after_s=self.long_after_s,
+        )
+        return run, build
 
 
 def score_outcomes(passed: int, total: int, *, partial_credit: bool) -> float:
@@ -365,6 +444,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         #: Gradings in flight: key -> (when their runs' deadlines have passed, sample id).
         self._in_flight: dict[int, tuple[float, str]] = {}
         self._keys = itertools.count()
+        #: Toolchains, compiled artifacts and harnesses of the other languages.
+        self.programs = Programs(lambda: self.pool)
 
     @property
     def pool(self) -> SandboxPool:
@@ -393,6 +474,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
     async def warm(self) -> None:
         """Start the sandbox pool's fast-lane zygotes (and the pytest host) before any job."""
         await asyncio.to_thread(self.pool.start)
+        # Every language's toolchain found and its shared libraries built (once per
+        # host, on disk), so no grading pays for it.
+        await asyncio.to_thread(self.programs.prepare_all)
         if self.pool.config.pytest:
             await asyncio.to_thread(self.suites.start)
 
@@ -404,6 +488,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             if self._threads is not None:
                 self._threads.shutdown(wait=False)
                 self._threads = None
+        self.programs.close()
         if self._own_suites:
             self.suites.close()
 
@@ -451,6 +536,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         task = sample.task
         if task is None:
             return self.failed(FailureKind.MISSING_INPUT, "the sample has no task to test against")
+        config = config.for_task(task)
+        if task.language != "python":
+            return self._grade_language(sample, task, config)
         with warnings.catch_warnings():
             # The candidate's own warnings (invalid escapes) are not ours to show.
             warnings.simplefilter("ignore")
@@ -656,7 +744,15 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         score = score_outcomes(passed, total, partial_credit=config.partial_credit)
         return self.scored(score, details=details, violations=tuple(violations))
 
-    def _grade_stdio(self, code: str, task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
+    def _grade_stdio(
+        self,
+        code: str,
+        task: TaskSpec,
+        config: UnitTestsConfig,
+        run: Callable[[bytes], RunReport] | None = None,
+        lang: Language | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> GradeResult:
         cases = task.tests
         if isinstance(cases, str) or not all(isinstance(c, IOCase) for c in cases):
             return self.failed(
@@ -670,12 +766,18 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         seen: set[ViolationType] = set()
         for i, case in enumerate(cases):
             assert isinstance(case, IOCase)
-            report = self.pool.run_script(code, case.input.encode(), limits)
+            if run is None:
+                report = self.pool.run_script(code, case.input.encode(), limits)
+            else:
+                report = run(case.input.encode())
             actual = report.stdout.decode("utf-8", errors="replace")
+            stderr = report.stderr.decode("utf-8", errors="replace")
             if report.timed_out:
                 outcome = "timeout"
             elif report.output_limited:
                 outcome = "output_limit"
+            elif report.exit_code != 0 and _out_of_memory(lang, report, stderr):
+                outcome = "memory_limit"
             elif report.signal is not None:
                 outcome = f"killed_by_signal_{report.signal}"
             elif report.exit_code != 0:
@@ -684,14 +786,13 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 outcome = "passed"
             else:
                 outcome = "wrong_output"
-            stderr = report.stderr.decode("utf-8", errors="replace")
             results.append(
                 {
                     "case": i,
                     "outcome": outcome,
                     "stdout_head": actual[:200],
                     "stderr_tail": stderr[-300:] if outcome != "passed" else "",
-                    "memory_limit": "MemoryError" in stderr,
+                    "memory_limit": outcome == "memory_limit" or "MemoryError" in stderr,
                     "sandbox": _report_details(report),
                 }
             )
@@ -702,21 +803,181 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         passed = sum(r["outcome"] == "passed" for r in results)
         details: dict[str, Any] = {
             "kind": "stdin_stdout",
+            "language": task.language,
             "verdict": "trusted",
             "comparison": task.comparison,
             "passed": passed,
             "total": len(results),
             "tests": results,
+            **(extra or {}),
         }
-        if passed == 0 and all(r["outcome"] == "timeout" for r in results):
-            return self._candidate_fault(
-                FailureKind.TIMEOUT,
-                f"every case ran past {config.timeout_s:g} s",
-                config,
-                details,
-                violations,
-            )
+        outcomes = {r["outcome"] for r in results}
+        limited = {
+            "timeout": (FailureKind.TIMEOUT, f"every case ran past {config.timeout_s:g} s"),
+            "memory_limit": (
+                FailureKind.MEMORY_LIMIT,
+                f"every case ran out of its {config.memory_mb} MB",
+            ),
+            "output_limit": (
+                FailureKind.OUTPUT_LIMIT,
+                f"every case wrote past {config.max_output_bytes} bytes",
+            ),
+        }
+        if passed == 0 and len(outcomes) == 1 and next(iter(outcomes)) in limited:
+            kind, message = limited[next(iter(outcomes))]
+            return self._candidate_fault(kind, message, config, details, violations)
         score = score_outcomes(passed, len(results), partial_credit=config.partial_credit)
+        return self.scored(score, details=details, violations=tuple(violations))
+
+    def _grade_language(
+        self, sample: Sample, task: TaskSpec, config: UnitTestsConfig
+    ) -> GradeResult:
+        """A task in a language other than Python: compile once in the sandbox, then test."""
+        lang = language_named(task.language)
+        extracted = extract_source(sample.response, lang.tags, which=config.code_blocks)
+        if extracted is None:
+            return self._candidate_fault(
+                FailureKind.NO_CODE, f"no {task.language} code found in the response", config, {}
+            )
+        if config.require_layers:
+            try:
+                require_layers(self.pool.layers(), config.require_layers)
+            except MissingLayersError as e:
+                return self.failed(FailureKind.SANDBOX_ERROR, str(e))
+        toolchain = self.programs.toolchain(task.language)
+        if toolchain is None:
+            why = self.programs.missing.get(task.language) or f"it needs {', '.join(lang.tools)}"
+            return self.failed(
+                FailureKind.TOOLCHAIN_MISSING,
+                f"this host has no {task.language} toolchain ({why})",
+            )
+        run_limits, build_limits = config.language_limits_for(lang)
+        prompt = prompt_text(sample)
+        tests = task.tests if isinstance(task.tests, str) else ""
+        bare = ProgramParts(
+            prompt=prompt,
+            code="",
+            tests=tests,
+            setup_code=task.setup_code or "",
+            entry_point=task.entry_point,
+        )
+        if task.kind == "stdin_stdout":
+            parts = dataclasses.replace(bare, code=extracted.code, continued=False)
+        else:
+            try:
+                names = [d.name for d in lang.declared(bare)]
+            except UnsupportedTask:
+                names = [task.entry_point] if task.entry_point else []
+            # A completion that does not define the declared function continues the prompt.
+            continued = bool(names) and not any(lang.defines(extracted.code, n) for n in names)
+            code = prompt + extracted.code if continued else extracted.code
+            parts = dataclasses.replace(bare, code=code, continued=continued)
+        try:
+            if task.kind == "stdin_stdout":
+                build = lang.program(parts.code)
+            else:
+                build = lang.candidate(parts)
+            harness_build = lang.harness(parts) if task.kind == "test_program" else None
+        except UnsupportedTask as e:
+            return self.failed(FailureKind.COLLECTION_ERROR, str(e))
+
+        def attempt(_code: str, _task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
+            made, cached = self.programs.artifact(lang, toolchain, build, build_limits)
+            compiled: dict[str, Any] = {
+                "language": task.language,
+                "toolchain": toolchain.version.splitlines()[0] if toolchain.version else "",
+                "compile_cached": cached,
+                "continued_prompt": parts.continued,
+            }
+            if isinstance(made, CompileFailed):
+                return self._compile_failed(made, config, compiled)
+            compiled["compile_s"] = round(made.compile_s, 4)
+            compiled["artifact_bytes"] = made.size
+            spec = self.programs.run_spec(lang, toolchain, build, made, config.memory_mb)
+            if harness_build is None:
+
+                def run(stdin: bytes) -> RunReport:
+                    return self.pool.program_run(spec, stdin, run_limits)
+
+                return self._grade_stdio(parts.code, task, config, run, lang, compiled)
+            return self._grade_test_program(
+                lang, toolchain, harness_build, spec, made, run_limits, config, compiled
+            )
+
+        return self._grade_retried(attempt, parts.code, task, config)
+
+    def _compile_failed(
+        self, failed: CompileFailed, config: UnitTestsConfig, details: dict[str, Any]
+    ) -> GradeResult:
+        diagnostics = failed.diagnostics[-DIAGNOSTICS_CHARS:]
+        details = {**details, "diagnostics": diagnostics, "compile_ended": failed.ended}
+        if failed.report is not None:
+            details["sandbox"] = _report_details(failed.report)
+        message = f"the program does not compile ({failed.ended}): {diagnostics[-1500:]}"
+        return self._candidate_fault(FailureKind.COMPILE_ERROR, message, config, details)
+
+    def _grade_test_program(
+        self,
+        lang: Language,
+        toolchain: Any,
+        harness_build: Any,
+        spec: dict[str, Any],
+        artifact: Artifact,
+        limits: Limits,
+        config: UnitTestsConfig,
+        details: dict[str, Any],
+    ) -> GradeResult:
+        harness = self.programs.harness(lang, toolchain, harness_build)
+        if isinstance(harness, CompileFailed):
+            return self.failed(
+                FailureKind.COLLECTION_ERROR,
+                f"the task's tests do not compile as a harness: {harness.diagnostics[-1500:]}",
+                details={**details, "diagnostics": harness.diagnostics},
+            )
+        outcome = self.programs.session(spec, limits, lang, toolchain, harness_build, harness)
+        passed, total = lang.harness_passed(
+            outcome.harness_exit, outcome.harness_stdout, outcome.harness_stderr
+        )
+        report = outcome.report
+        stderr = report.stderr.decode("utf-8", "replace") if report is not None else ""
+        details = {
+            **details,
+            "kind": "test_program",
+            "verdict": "trusted harness",
+            "passed": passed,
+            "total": total,
+            "calls": outcome.calls,
+            "candidate_ended": outcome.candidate_ended,
+            "harness_exit": outcome.harness_exit,
+            "harness_output_tail": (outcome.harness_stdout + outcome.harness_stderr)[-1500:],
+            "stderr_tail": stderr[-500:],
+            "sandbox": _report_details(report),
+        }
+        violations = _observed(report, "")
+        if total <= 0:
+            return self.failed(
+                FailureKind.COLLECTION_ERROR,
+                "the harness ran no test",
+                details=details,
+                violations=tuple(violations),
+            )
+        if passed < total and report is not None:
+            if report.timed_out:
+                message = f"the program ran past {config.timeout_s:g} s"
+                return self._candidate_fault(
+                    FailureKind.TIMEOUT, message, config, details, violations
+                )
+            if report.output_limited:
+                message = f"the program wrote past {config.max_output_bytes} bytes"
+                return self._candidate_fault(
+                    FailureKind.OUTPUT_LIMIT, message, config, details, violations
+                )
+            if _out_of_memory(lang, report, stderr):
+                message = f"the program ran out of its {config.memory_mb} MB"
+                return self._candidate_fault(
+                    FailureKind.MEMORY_LIMIT, message, config, details, violations
+                )
+        score = score_outcomes(passed, total, partial_credit=config.partial_credit)
         return self.scored(score, details=details, violations=tuple(violations))
 
     def _grade_pytest(self, code: str, task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
@@ -819,6 +1080,13 @@ _SIGNALS = {
     "test_skipping": ViolationType.TEST_SKIPPING,
     "introspection": ViolationType.INTROSPECTION,
 }
+
+
+def _out_of_memory(lang: Language | None, report: RunReport, stderr: str) -> bool:
+    """Whether a run that failed ran out of memory, as its runtime says on stderr."""
+    if lang is None or report.exit_code == 0:
+        return False
+    return any(p.search(stderr) for p in lang.out_of_memory)
 
 
 def _load_failure_kind(message: str) -> str:

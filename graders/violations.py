@@ -184,6 +184,14 @@ class ViolationsGrader(Grader[ViolationsConfig]):
 
     async def grade(self, sample: Sample, config: ViolationsConfig) -> GradeResult:
         """Detect violations in the sample's response and score them."""
+        if sample.task is not None and sample.task.language != "python":
+            # The detectors read Python's syntax tree; what the sandbox observes of a
+            # program in any language still reaches the rubric through unit_tests.
+            return self.failed(
+                FailureKind.NOT_APPLICABLE,
+                f"the detectors read Python; this task's language is {sample.task.language}",
+                details={"language": sample.task.language},
+            )
         static, details, failure = find_violations(
             sample.response, sample.task, config, prompt=prompt_text(sample)
         )

@@ -29,7 +29,12 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 
-from arbiter.graders.types import INFRASTRUCTURE_FAILURES, GradeResult, ViolationType
+from arbiter.graders.types import (
+    INFRASTRUCTURE_FAILURES,
+    FailureKind,
+    GradeResult,
+    ViolationType,
+)
 from arbiter.groups import group_zscores
 from arbiter.rubrics.formula import FormulaEvalError
 from arbiter.rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
@@ -97,6 +102,18 @@ def _value(
         else:
             env[name] = score
     flags: list[str] = []
+    # A grader that does not apply (a Python analyser on a C++ task) is left out,
+    # whatever on_missing says: it is no verdict on the candidate. Unless required.
+    skipped = [
+        n
+        for n in missing
+        if (failure := results[n].failure) is not None
+        and failure.kind == FailureKind.NOT_APPLICABLE
+        and not rubric.components[n].required
+    ]
+    if skipped:
+        flags.append("not_applicable_left_out")
+        missing = [n for n in missing if n not in skipped]
 
     def why(names: list[str]) -> str:
         parts = []
@@ -128,9 +145,9 @@ def _value(
         weights = rubric.weights
         present = sum(weights[name] for name in env)
         if present <= 0:
-            return None, f"no weighted component has a score: {why(missing)}", [], flags
+            return None, f"no weighted component has a score: {why(missing + skipped)}", [], flags
         value = math.fsum(weights[name] * score for name, score in env.items())
-        if missing and spec.on_missing == "renormalize":
+        if (missing and spec.on_missing == "renormalize") or skipped:
             flags.append("renormalized")
             value *= math.fsum(weights.values()) / present
     else:

@@ -122,6 +122,14 @@ def test_the_wheel_is_one_namespace_with_a_light_base(wheel: Path):
         "arbiter/store/migrations/script.py.mako",
         "arbiter/reward_models/judge/prompts.py",
         "arbiter/eval_sets/codegen-demo.jsonl",
+        "arbiter/eval_sets/cpp-stdio-demo.jsonl",
+        "arbiter/rubrics/library/cpp-competitive.yaml",
+        "arbiter/graders/languages/runtime/arbiter_bridge.hpp",
+        "arbiter/graders/languages/runtime/ArbiterBridge.java",
+        "arbiter/graders/languages/runtime/arbiter_bridge.go",
+        "arbiter/graders/languages/runtime/arbiter_bridge.rs",
+        "arbiter/graders/languages/runtime/arbiter_bridge.js",
+        "arbiter/graders/languages/runtime/arbiter_nosockets.c",
         "arbiter/py.typed",
     ):
         assert member in names, member

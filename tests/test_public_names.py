@@ -89,6 +89,7 @@ PINNED: dict[str, list[str]] = {
         "detect_response",
         "detect_static",
     ],
+    "arbiter.graders.languages": ["LANGUAGES", "language"],
     "arbiter.graders.sandbox": [
         "CandidateError",
         "CandidateFunction",

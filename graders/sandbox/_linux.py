@@ -108,7 +108,6 @@ def unshare(flags: int) -> None:
 
 _MS_NOSUID = 2
 _MS_NODEV = 4
-_MS_NOEXEC = 8
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
 
@@ -120,7 +119,9 @@ def mount_tmpfs(target: str, options: str) -> None:
     back to the host's namespace (the caller has unshared ``CLONE_NEWNS``).
     """
     _check(_libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "mount(MS_PRIVATE)")
-    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    # Not noexec: a compiled candidate runs from here (Landlock grants the run
+    # directory execute, seccomp and the run's uid hold as for any program).
+    flags = _MS_NOSUID | _MS_NODEV
     _check(
         _libc.mount(b"tmpfs", target.encode(), b"tmpfs", flags, options.encode()),
         f"mount(tmpfs on {target})",
@@ -277,6 +278,8 @@ _SECCOMP_RET_KILL_PROCESS = 0x80000000
 _SECCOMP_RET_ERRNO = 0x00050000
 _SECCOMP_RET_ALLOW = 0x7FFF0000
 _ENOSYS = 38
+_EACCES = 13
+_AF_UNIX = 1
 
 # struct seccomp_data: int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6];
 _OFF_NR = 0
@@ -291,7 +294,7 @@ _BPF_RET_K = 0x06
 
 #: Denied syscalls on x86_64, by name (the process is killed with SIGSYS).
 DENIED_SYSCALLS_X86_64: dict[str, int] = {
-    "socket": 41,  # no new sockets of any family: the item's socketpair is inherited
+    "socket": 41,  # no new sockets of any family (AF_UNIX: EACCES, not a kill)
     "ptrace": 101,
     "process_vm_readv": 310,
     "process_vm_writev": 311,
@@ -361,6 +364,19 @@ def seccomp_filter(denied: Iterable[int] | None = None) -> bytes:
         _insn(_BPF_JEQ_K, 0, 1, _SYS_CLONE3),
         _insn(_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | _ENOSYS),
     ]
+    socket_nr = DENIED_SYSCALLS_X86_64["socket"]
+    if socket_nr in numbers:
+        # A local socket is refused with EACCES rather than killed: runtimes ask
+        # for one on their own (a JVM's user look-up tries nscd's socket) and
+        # carry on without it. Every other family is killed as before.
+        numbers.remove(socket_nr)
+        prog += [
+            _insn(_BPF_JEQ_K, 0, 4, socket_nr),
+            _insn(_BPF_LD_W_ABS, 0, 0, _OFF_ARG0_LO),
+            _insn(_BPF_JEQ_K, 0, 1, _AF_UNIX),
+            _insn(_BPF_RET_K, 0, 0, _SECCOMP_RET_ERRNO | _EACCES),
+            _insn(_BPF_RET_K, 0, 0, kill),
+        ]
     for nr in numbers:
         prog += [_insn(_BPF_JEQ_K, 0, 1, nr), _insn(_BPF_RET_K, 0, 0, kill)]
     prog += [

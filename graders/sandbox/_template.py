@@ -28,6 +28,7 @@ Only the standard library and the sandbox's stdlib-only modules (``_codec``,
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gc
 import importlib
@@ -115,6 +116,102 @@ def _run_script(code: str) -> int:
     return status
 
 
+def _write_files(files: list[Any], cwd: str) -> None:
+    """Write the run's files (``[relative path, mode, base64]``) under ``cwd``."""
+    for name, mode, data in files:
+        path = os.path.normpath(os.path.join(cwd, name))
+        if not path.startswith(cwd + os.sep):
+            raise ValueError(f"{name!r} is not a path under the run directory")
+        os.makedirs(os.path.dirname(path), 0o700, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode & 0o700)
+        with os.fdopen(fd, "wb") as f:
+            f.write(base64.b64decode(data))
+
+
+def _read_files(names: list[str], cwd: str, cap: int) -> list[list[Any]]:
+    """Read back what a build made: files, and directories' files, at most ``cap`` bytes."""
+    found: list[list[Any]] = []
+    total = 0
+    for name in names:
+        top = os.path.join(cwd, name)
+        paths = [top]
+        if os.path.isdir(top) and not os.path.islink(top):
+            paths = [
+                os.path.join(d, f)
+                for d, _, fs in os.walk(top)
+                for f in sorted(fs)
+                if not os.path.islink(os.path.join(d, f))
+            ]
+        for path in paths:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            total += st.st_size
+            if total > cap:
+                raise ValueError(f"the build's artifacts are over {cap} bytes")
+            with open(path, "rb") as f:
+                data = f.read()
+            rel = os.path.relpath(path, cwd)
+            found.append([rel, stat.S_IMODE(st.st_mode), base64.b64encode(data).decode()])
+    return found
+
+
+def _spawn(argv: list[str], env: dict[str, str]) -> int:
+    """Run one command to its end; return its wait status."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execve(argv[0], argv, env)
+        except BaseException as e:
+            with contextlib.suppress(BaseException):
+                os.write(2, f"cannot run {argv[0]}: {e}\n".encode())
+        os._exit(127)
+    return os.waitpid(pid, 0)[1]
+
+
+def _exec(spec: dict[str, Any], chan: socket.socket, limits: dict[str, Any], cwd: str) -> int:
+    """Run a built program: write its files, then build (``steps``) or become it (``argv``).
+
+    A build runs its steps in order, each to its end, stopping at the first
+    that fails, then sends the artifacts back on the channel (the trusted side
+    keeps them; the run directory is emptied after the run). A program's run
+    replaces this process (``execve``); with ``bridge`` its descriptor 3 is the
+    run's channel, where the trusted side sends the harness's calls.
+    """
+    _write_files(spec.get("files") or [], cwd)
+
+    def here(words: list[str]) -> list[str]:
+        return [str(w).replace("{out}", cwd) for w in words]
+
+    env = {str(k): str(v).replace("{out}", cwd) for k, v in (spec.get("env") or {}).items()}
+    _set_limits(limits)
+    steps = spec.get("steps")
+    if steps is not None:
+        statuses = []
+        for argv in steps:
+            status = _spawn(here(argv), env)
+            statuses.append(
+                [
+                    os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                    os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                ]
+            )
+            if status != 0:
+                break
+        files: list[list[Any]] = []
+        if all(s == [0, None] for s in statuses):
+            files = _read_files(spec.get("collect") or [], cwd, int(spec.get("collect_cap", 0)))
+        send_frame(chan, {"steps": statuses, "files": files})
+        return 0
+    argv = here(spec["argv"])
+    if spec.get("bridge"):
+        os.set_inheritable(_CHANNEL_FD, True)
+    else:
+        chan.close()
+    os.execve(argv[0], argv, env)
+    return 127
+
+
 #: The standard modules a run imports are imported before its uid drop: after
 #: it, an interpreter installed under a private directory (``/root``) cannot
 #: read them. These never are (side effects on import).
@@ -186,11 +283,18 @@ def _child(request: dict[str, Any], cwd: str, fds: list[int]) -> None:
             raise ValueError("the run's first message carries no code")
         _preimport(code)
         _drop_uid()
-        _set_limits(request["limits"])
-        if request["mode"] == "function":
+        if request["mode"] == "exec":
+            spec = first.get("exec")
+            if type(spec) is not dict:
+                raise ValueError("an exec run's first message carries no program")
+            del first
+            status = _exec(spec, chan, request["limits"], cwd)
+        elif request["mode"] == "function":
+            _set_limits(request["limits"])
             names = [n for n in declared or () if type(n) is str]
             status = _serve_function(code, names, chan)
         else:
+            _set_limits(request["limits"])
             chan.close()
             del first
             status = _run_script(code)

@@ -12,7 +12,8 @@ a candidate's code or any secret of the trusted process. In order:
    for, and ``kill(-1)`` from PID 1 sweeps every process a run left behind;
 2. mount a tmpfs on the slot's ``runs/`` with bounded size and inodes (a run
    cannot fill the host's disk, nor build a tree deeper than the inodes allow);
-3. no_new_privs, Landlock (the interpreter read-only, ``runs/`` read-write,
+3. no_new_privs, Landlock (the interpreter and the system's compilers and
+   runtimes read-only, ``runs/`` read-write and executable,
    nothing else — not even the slot directory itself, so no run can swap
    ``runs/`` for a symlink — no TCP, and with ABI 6 no signal or abstract
    socket out of the domain), seccomp;
@@ -156,7 +157,8 @@ def _confine(config: dict[str, Any], layers: dict[str, str]) -> None:
         rules.allow("/dev/null", kernel.FS_READ_FILE | kernel.FS_WRITE_FILE)
         for path in ("/dev/urandom", "/dev/random"):
             rules.allow(path, kernel.FS_READ_FILE)
-        rules.allow(os.path.join(config["scratch"], "runs"), kernel.FS_READ | kernel.FS_WRITE)
+        runs = os.path.join(config["scratch"], "runs")
+        rules.allow(runs, kernel.FS_READ | kernel.FS_WRITE | kernel.FS_EXECUTE)
         layers["landlock_abi"] = str(rules.abi)
         ruleset = rules
 

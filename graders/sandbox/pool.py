@@ -25,6 +25,7 @@ import queue
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -393,11 +394,19 @@ class _RunFiles:
                 os.close(self.fds[i])
                 self.fds[i] = -1
 
-    def send_code(self, code: str, deadline: RunDeadline, declared: list[str] | None) -> None:
-        """Send the run its code, the first message on its channel."""
+    def send_code(
+        self,
+        code: str,
+        deadline: RunDeadline,
+        declared: list[str] | None,
+        program: dict[str, Any] | None = None,
+    ) -> None:
+        """Send the run its code (or its built ``program``), the first message on its channel."""
         message: dict[str, Any] = {"code": code}
         if declared is not None:
             message["declared"] = declared
+        if program is not None:
+            message["exec"] = program
         self.ours.settimeout(max(0.0, deadline.at() - time.monotonic()))
         try:
             send_frame(self.ours, message)
@@ -443,13 +452,55 @@ class PoolConfig:
     #: out, must succeed); a service never sets it, and ``require_layers`` then
     #: refuses a pool missing what a rubric needs.
     disable_layers: tuple[str, ...] = ()
+    #: More directories runs may read and execute (a language's prepared libraries).
+    read_only: tuple[str, ...] = ()
 
 
-def _read_only_paths() -> list[str]:
+#: The system's compilers, runtimes and their headers and data: what a compiled
+#: candidate's build and run open (read and execute only; nothing of them is secret).
+SYSTEM_TOOL_PATHS = (
+    "/usr/bin",
+    "/bin",
+    "/usr/include",
+    "/usr/libexec",
+    "/usr/share",
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/java-17-openjdk",
+    "/etc/ssl/openssl.cnf",
+)
+
+
+def toolchain_cache() -> str:
+    """The directory of prepared toolchain libraries, which every run may read.
+
+    ``ARBITER_CACHE_DIR`` when set, else ``/var/tmp/arbiter-<uid>``; created on
+    first use. What the trusted side prepares there (a language's shared
+    libraries, compiled once) is public; nothing of a task or a run is kept
+    there. It must be ours and writable by nobody else: a directory another
+    user could write could plant libraries into every build.
+    """
+    root = os.environ.get("ARBITER_CACHE_DIR") or f"/var/tmp/arbiter-{os.geteuid()}"
+    os.makedirs(root, 0o755, exist_ok=True)
+    st = os.stat(root)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise SandboxError(
+            f"the toolchain cache {root} must belong to uid {os.geteuid()} and be writable "
+            "by it alone"
+        )
+    if stat.S_IMODE(st.st_mode) & 0o555 != 0o555:
+        os.chmod(root, 0o755)  # sandbox uids read the prepared libraries beneath it
+    return root
+
+
+def _read_only_paths(extra: tuple[str, ...] = ()) -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths.update(v for k, v in sysconfig.get_paths().items() if k != "scripts")
     # System libraries: extension modules imported later may need to map them.
     paths.update(("/usr/lib", "/usr/lib64", "/lib", "/lib64", "/usr/local/lib"))
+    paths.update(SYSTEM_TOOL_PATHS)
+    paths.add(toolchain_cache())
+    paths.update(extra)
     return sorted(p for p in paths if os.path.exists(p))
 
 
@@ -523,7 +574,7 @@ class _Slot:
                     "uid": self.uid,
                     "gid": self.uid,
                     "scratch": self.dir,
-                    "read_only": _read_only_paths(),
+                    "read_only": _read_only_paths(self.pool.config.read_only),
                     "preload": list(self.pool.config.preload),
                     "lazy": list(self.pool.config.lazy),
                     "disable_layers": list(self.pool.config.disable_layers),
@@ -868,6 +919,87 @@ class SandboxPool:
                 return slot.finish(seq, deadline, files, limits.max_output_bytes, end=False)
             finally:
                 files.close()
+
+    def build_run(
+        self, spec: dict[str, Any], limits: Limits
+    ) -> tuple[RunReport, dict[str, Any] | None]:
+        """Run a build's ``steps`` confined; return the report and what the build sent back.
+
+        ``spec`` is the template's exec message: ``files`` (``[path, mode,
+        base64]``), ``steps`` (argv lists, absolute tools), ``env``, ``collect``
+        (the paths to send back) and ``collect_cap``. The second value is
+        ``{"steps": [[exit, signal], ...], "files": [...]}``, or ``None`` when the
+        run ended before it sent one (its report says how).
+        """
+        with self._slot(limits) as slot:
+            files = _RunFiles(b"")
+            deadline = _deadline(limits)
+            try:
+                request = {"op": "run", "mode": "exec", "limits": limits.message()}
+                seq = slot.begin(request, files, deadline)
+                sent: dict[str, Any] | None = None
+                with contextlib.suppress(SandboxError):
+                    files.send_code("", deadline, None, spec)
+                    with contextlib.suppress(OSError, EOFError, ValueError):
+                        got = recv_frame(
+                            files.ours,
+                            max_bytes=CONTROL_MAX_BYTES,
+                            deadline=deadline.later(REPORT_GRACE_S),
+                        )
+                        sent = got if type(got) is dict else None
+                files.ours.close()
+                report = slot.finish(seq, deadline, files, limits.max_output_bytes, end=False)
+                return report, sent
+            finally:
+                files.close()
+                deadline.close()
+
+    def program_run(self, spec: dict[str, Any], stdin: bytes, limits: Limits) -> RunReport:
+        """Run a built program (``argv`` over ``files``) on ``stdin``; the report has its stdout."""
+        with self._slot(limits) as slot:
+            files = _RunFiles(stdin)
+            try:
+                deadline = _deadline(limits)
+                request = {"op": "run", "mode": "exec", "limits": limits.message()}
+                seq = slot.begin(request, files, deadline)
+                with contextlib.suppress(SandboxError):
+                    files.send_code("", deadline, None, spec)
+                files.ours.close()
+                return slot.finish(seq, deadline, files, limits.max_output_bytes, end=False)
+            finally:
+                files.close()
+
+    @contextlib.contextmanager
+    def bridge_run(self, spec: dict[str, Any], limits: Limits) -> Iterator[FunctionRun]:
+        """Start a built program whose descriptor 3 is the channel, and yield the channel.
+
+        The program serves the harness's calls there (see
+        :mod:`arbiter.graders.languages.wire`). On exit it is killed and swept,
+        and ``report`` is set. Raises :class:`SandboxError` when the slot fails.
+        """
+        with self._slot(limits) as slot:
+            files = _RunFiles(b"")
+            deadline = _deadline(limits)
+            try:
+                request = {"op": "run", "mode": "exec", "limits": limits.message()}
+                seq = slot.begin(request, files, deadline)
+                try:
+                    files.send_code("", deadline, None, {**spec, "bridge": True})
+                except SandboxError:
+                    files.ours.close()
+                    slot.finish(seq, deadline, files, limits.max_output_bytes, end=True)
+                    raise
+                run = FunctionRun(files.ours, deadline)
+                try:
+                    yield run
+                finally:
+                    files.ours.close()
+                    run.report = slot.finish(
+                        seq, deadline, files, limits.max_output_bytes, end=True
+                    )
+            finally:
+                files.close()
+                deadline.close()
 
     @contextlib.contextmanager
     def function_run(

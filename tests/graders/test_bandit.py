@@ -419,3 +419,14 @@ def test_importing_the_grader_logs_no_formatter_load_error() -> None:
     )
     assert "Could not load 'sarif'" not in done.stderr
     assert "Could not load 'some_plugin': boom" in done.stderr
+
+
+def test_a_task_in_another_language_is_not_applicable_never_zero(grader):
+    from arbiter.graders.types import FailureKind, TaskSpec
+
+    task = TaskSpec(kind="test_program", language="cpp", tests="int main() {}\n")
+    sample = Sample(id="s", response='int f() { system("ls"); return 0; }\n', task=task)
+    result = asyncio.run(grader.grade(sample, BanditConfig()))
+    assert result.score is None
+    assert result.failure is not None and result.failure.kind == FailureKind.NOT_APPLICABLE
+    assert "cpp" in result.failure.message

@@ -376,3 +376,13 @@ def test_registers_under_its_name():
     registry = GraderRegistry()
     registry.register(RadonGrader)
     assert registry.get("radon") is RadonGrader
+
+
+def test_a_task_in_another_language_is_not_applicable_never_zero(grader):
+    from arbiter.graders.types import FailureKind, TaskSpec
+
+    task = TaskSpec(kind="stdin_stdout", language="rust", tests=[])
+    sample = Sample(id="s", response="fn main() {}\n", task=task)
+    result = asyncio.run(grader.grade(sample, RadonConfig()))
+    assert result.score is None
+    assert result.failure is not None and result.failure.kind == FailureKind.NOT_APPLICABLE

@@ -49,3 +49,34 @@ def test_ints_are_accepted_as_seconds():
 def test_sample_needs_an_id(bad):
     with pytest.raises(ValidationError):
         Sample.model_validate(bad)
+
+
+@pytest.mark.parametrize(
+    ("task", "error"),
+    [
+        ({"kind": "test_program", "tests": "int main() {}"}, "needs a language other than python"),
+        ({"kind": "python_function", "language": "go", "tests": "x"}, "needs test_program"),
+        ({"kind": "pytest", "language": "rust", "tests": "x"}, "needs test_program"),
+        ({"kind": "test_program", "language": "java", "tests": ["a"]}, "source text"),
+        ({"kind": "stdin_stdout", "language": "cobol", "tests": []}, "language"),
+    ],
+)
+def test_a_task_kind_must_fit_its_language(task, error):
+    from arbiter.graders.types import TaskSpec
+
+    with pytest.raises(ValidationError, match=error):
+        TaskSpec.model_validate(task)
+
+
+def test_python_stays_the_default_language_and_limits_are_per_task():
+    from arbiter.graders.types import TaskSpec
+
+    task = TaskSpec.model_validate(
+        {"kind": "stdin_stdout", "tests": [], "limit_overrides": {"timeout_s": 2, "memory_mb": 64}}
+    )
+    assert task.language == "python"
+    assert task.limit_overrides is not None and task.limit_overrides.timeout_s == 2
+    with pytest.raises(ValidationError, match="greater than 0"):
+        TaskSpec.model_validate(
+            {"kind": "stdin_stdout", "tests": [], "limit_overrides": {"timeout_s": 0}}
+        )

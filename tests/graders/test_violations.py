@@ -619,3 +619,16 @@ def test_a_rubric_penalises_what_the_grader_reports():
     assert rewards[0].reward == 1.0
     assert rewards[1].reward == -0.5  # the component's 0.0, then the rubric's penalty
     assert [(p.violation, p.count) for p in rewards[1].penalties] == [(V.EARLY_EXIT, 1)]
+
+
+def test_a_task_in_another_language_is_not_applicable_never_zero():
+    import asyncio
+
+    from arbiter.graders.types import FailureKind, Sample, TaskSpec
+    from arbiter.graders.violations import ViolationsConfig, ViolationsGrader
+
+    task = TaskSpec(kind="test_program", language="go", tests="func TestX(t *testing.T) {}\n")
+    sample = Sample(id="s", response="func F() int { os.Exit(0); return 1 }\n", task=task)
+    result = asyncio.run(ViolationsGrader().grade(sample, ViolationsConfig()))
+    assert result.score is None
+    assert result.failure is not None and result.failure.kind == FailureKind.NOT_APPLICABLE

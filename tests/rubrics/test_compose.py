@@ -346,3 +346,33 @@ def test_normalize_rewards_groups_by_group_id_then_prompt():
     assert [r.raw_reward for r in out] == pytest.approx([0.2, 0.8, 0.4, 0.6])
     alone = normalize_rewards([reward("5", 0.9, "solo")], "group_z")
     assert alone[0].reward == 0.0 and "singleton_group" in alone[0].flags
+
+
+def not_applicable() -> GradeResult:
+    return GradeResult.failed("efficiency", FailureKind.NOT_APPLICABLE, "a Python analyser")
+
+
+@pytest.mark.parametrize("on_missing", ["abstain", "zero", "renormalize"])
+def test_a_grader_that_does_not_apply_is_left_out_whatever_on_missing_says(on_missing):
+    rubric = rubric_of({"a": 0.5, "b": 0.25, "c": 0.25}, on_missing=on_missing)
+    results = {"a": result(0.8), "b": not_applicable(), "c": result(0.4)}
+    reward = compose(rubric, results, sample_id="s")
+    # The present weights (a, c) scaled to the whole: (0.5 * 0.8 + 0.25 * 0.4) / 0.75.
+    assert reward.reward == pytest.approx((0.4 + 0.1) / 0.75)
+    assert "not_applicable_left_out" in reward.flags
+
+
+def test_a_required_grader_that_does_not_apply_abstains():
+    rubric = rubric_of({"a": 0.5, "b": 0.5}, required=frozenset({"b"}), on_missing="renormalize")
+    reward = compose(rubric, {"a": result(1.0), "b": not_applicable()}, sample_id="s")
+    assert reward.reward is None
+    assert "not_applicable" in (reward.abstain_reason or "")
+
+
+def test_a_missing_score_beside_one_that_does_not_apply_still_follows_on_missing():
+    rubric = rubric_of({"a": 0.5, "b": 0.25, "c": 0.25}, on_missing="zero")
+    results = {"a": result(0.8), "b": not_applicable(), "c": result(None)}
+    reward = compose(rubric, results, sample_id="s")
+    # c reads as 0 (on_missing: zero); b is left out: (0.5 * 0.8 + 0.25 * 0) / 0.75.
+    assert reward.reward == pytest.approx(0.4 / 0.75)
+    assert "missing_read_as_zero" in reward.flags

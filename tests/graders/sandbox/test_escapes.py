@@ -291,7 +291,9 @@ def test_stdout_flood_is_capped(grader: UnitTestsGrader) -> None:
         "import sys\nchunk = 'x' * (1 << 20)\nfor _ in range(1024):\n    sys.stdout.write(chunk)\n"
     )
     result = grade(grader, code, stdio_task(("", "x")), max_output_bytes=1 << 20)
-    assert result.score == 0.0
+    # Every case ended by the cap: a typed output_limit, never a silent 0.
+    assert result.score is None and result.failure is not None
+    assert result.failure.kind == FailureKind.OUTPUT_LIMIT
     assert result.details["tests"][0]["outcome"] == "output_limit"
     assert ViolationType.RESOURCE_ABUSE in violation_types(result)
 

@@ -46,6 +46,10 @@ with SandboxPool(PoolConfig(slots=1)) as pool:
         "print(int(input()) ** 2)",
         TaskSpec(kind="stdin_stdout", tests=[IOCase(input="3", output="9")]),
     )
+    out["cpp_stdio"] = score(
+        "#include <iostream>\\nint main() { long x; std::cin >> x; std::cout << x * x; }\\n",
+        TaskSpec(kind="stdin_stdout", language="cpp", tests=[IOCase(input="3", output="9")]),
+    )
 print(json.dumps(out))
 """
 
@@ -93,6 +97,8 @@ def test_grading_as_an_ordinary_user() -> None:
     out = json.loads(done.stdout.strip().splitlines()[-1])
     assert out["uid"] == 65534
     assert out["right"] == 1.0 and out["stdio"] == 1.0
+    # A compiled program: built and run confined, as an ordinary user too.
+    assert out["cpp_stdio"] == 1.0
     assert out["wrong"] == 0.0
     assert out["reads_passwd"] == 0.0  # Landlock, since file permissions would allow it
     assert out["fork_bomb"] in (None, 0.0)

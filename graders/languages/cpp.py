@@ -1,0 +1,608 @@
+"""C++ (g++, C++17): the candidate's code behind a dispatcher, the tests behind stubs.
+
+The three programs of a ``test_program`` task, each one translation unit that
+includes ``runtime/arbiter_bridge.hpp`` first (the wire codec; it also brings the
+headers a HumanEval-X declaration adds to every prompt, ``<algorithm>``,
+``<math.h>``, ``<stdlib.h>``, and no container: it reads them by their members):
+
+* the **candidate's program** (``candidate.cpp``): the bridge, then
+  ``#define main arbiter_candidate_main_`` (a ``main`` the candidate wrote is
+  compiled under another name and never runs), the candidate's code, then
+  ``#undef main`` and the generated dispatcher: one function per declared
+  function that decodes the arguments into the declared parameter types, calls
+  the candidate's function, converts the result to the declared return type as
+  a ``return`` would, and encodes it (or what it threw); and the program's own
+  ``main``, which serves requests on descriptor 3 until the stream ends;
+* the **harness** (``harness.cpp``): the bridge, the prompt up to its open
+  declaration (its includes, ``using namespace std;``, its complete helper
+  functions), a stub with the declared signature in place of the open
+  declaration, then the tests (which define ``main``). No line of the
+  candidate's code is in it; its exit status is the verdict;
+* the **standalone program** for ``stdin_stdout`` tasks: the candidate's code
+  alone.
+
+The candidate's code can define ``main``, macros, static initialisers that exit,
+print anything, or write to descriptor 3: it runs in its own process, and only
+its replies reach the harness, as values of the declared types.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import ClassVar
+
+from arbiter.graders.languages.base import (
+    Build,
+    Declared,
+    Language,
+    LanguageLimits,
+    ProgramParts,
+    UnsupportedTask,
+)
+
+__all__ = ["LANGUAGE", "CppLanguage", "mask"]
+
+RUNTIME = "arbiter_bridge.hpp"
+_RUNTIME_PATH = Path(__file__).with_name("runtime") / RUNTIME
+
+#: g++'s flags for the bridged programs (quick to compile; the tests are small).
+CXXFLAGS = ("-std=gnu++17", "-O1", "-pipe")
+#: A standalone program is compiled as a judge compiles one.
+PROGRAM_CXXFLAGS = ("-std=gnu++17", "-O2", "-pipe")
+
+#: The name a candidate's own ``main`` is compiled under (it never runs).
+CANDIDATE_MAIN = "arbiter_candidate_main_"
+
+_KEYWORDS_BEFORE_CALL = frozenset(
+    {"return", "else", "do", "case", "new", "delete", "throw", "co_return", "co_yield", "goto"}
+)
+_TYPE_WORDS = frozenset(
+    {
+        "int",
+        "long",
+        "short",
+        "char",
+        "unsigned",
+        "signed",
+        "double",
+        "float",
+        "bool",
+        "void",
+        "auto",
+        "const",
+        "volatile",
+        "wchar_t",
+        "char16_t",
+        "char32_t",
+        "size_t",
+        "string",
+        "struct",
+        "class",
+        "enum",
+        "typename",
+    }
+)
+_SPECIFIERS = re.compile(r"\b(?:static|inline|extern|constexpr|virtual|explicit|friend)\b")
+#: Types no wire value stands for: variants, callables, owners of raw memory, streams.
+_UNSUPPORTED_TYPE = re.compile(
+    r"\b(?:variant|function|unique_ptr|shared_ptr|weak_ptr|iterator|"
+    r"istream|ostream|FILE|nullptr_t|string_view|span)\b"
+)
+
+
+def _runtime() -> str:
+    return _RUNTIME_PATH.read_text(encoding="utf-8")
+
+
+# --- reading C++ source ------------------------------------------------------------
+
+
+def mask(src: str) -> str:
+    """``src`` with comments, literals and preprocessor lines blanked to spaces.
+
+    Offsets and newlines are kept, so a position in the result is the same
+    position in ``src``. String and character literals keep their quotes.
+    """
+    out = list(src)
+    n = len(src)
+    i = 0
+    line_start = True  # only blanks since the last newline
+
+    def blank(a: int, b: int) -> None:
+        for k in range(a, min(b, n)):
+            if out[k] != "\n":
+                out[k] = " "
+
+    while i < n:
+        c = src[i]
+        if c == "\n":
+            line_start = True
+            i += 1
+            continue
+        if c in " \t\r\f\v":
+            i += 1
+            continue
+        if c == "#" and line_start:
+            j = i
+            while j < n:
+                if src[j] == "\n" and (j == 0 or src[j - 1] != "\\"):
+                    break
+                if src.startswith("/*", j):  # a comment inside the directive
+                    end = src.find("*/", j + 2)
+                    j = n if end < 0 else end + 2
+                    continue
+                j += 1
+            blank(i, j)
+            i = j
+            continue
+        line_start = False
+        if src.startswith("//", i):
+            j = i
+            while j < n and not (src[j] == "\n" and src[j - 1] != "\\"):
+                j += 1
+            blank(i, j)
+            i = j
+            continue
+        if src.startswith("/*", i):
+            end = src.find("*/", i + 2)
+            j = n if end < 0 else end + 2
+            blank(i, j)
+            i = j
+            continue
+        if c == '"':
+            raw = re.search(r"(?:u8|[uUL])?R$", src[max(0, i - 3) : i])
+            if raw and (i - len(raw.group(0)) == 0 or not _is_word(src[i - len(raw.group(0)) - 1])):
+                m = re.match(r'"([^()\\\s]{0,16})\(', src[i:])
+                if m:
+                    close = ")" + m.group(1) + '"'
+                    end = src.find(close, i + len(m.group(0)))
+                    j = n if end < 0 else end + len(close)
+                    blank(i + 1, j - 1)
+                    i = j
+                    continue
+            j = _literal_end(src, i, '"')
+            blank(i + 1, j - 1)
+            i = j
+            continue
+        if c == "'":
+            k = i - 1
+            while k >= 0 and (_is_word(src[k]) or src[k] == "'"):
+                k -= 1
+            if k + 1 < i and src[k + 1].isdigit():  # a digit separator: 1'000'000
+                i += 1
+                continue
+            j = _literal_end(src, i, "'")
+            blank(i + 1, j - 1)
+            i = j
+            continue
+        i += 1
+    return "".join(out)
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+def _literal_end(src: str, i: int, quote: str) -> int:
+    j = i + 1
+    n = len(src)
+    while j < n:
+        if src[j] == "\\":
+            j += 2
+            continue
+        if src[j] == quote:
+            return j + 1
+        if src[j] == "\n":
+            return j
+        j += 1
+    return n
+
+
+def _close_paren(text: str, i: int) -> int:
+    """The index after the parenthesis that closes the one at ``i``, or -1."""
+    depth = 0
+    for j in range(i, len(text)):
+        if text[j] == "(":
+            depth += 1
+        elif text[j] == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+    return -1
+
+
+def _open_paren(text: str, close: int) -> int:
+    """The index of the parenthesis that ``text[close]`` closes, or -1."""
+    depth = 0
+    for j in range(close, -1, -1):
+        if text[j] == ")":
+            depth += 1
+        elif text[j] == "(":
+            depth -= 1
+            if depth == 0:
+                return j
+    return -1
+
+
+def _split_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """The spans of ``text[start:end]`` between commas outside brackets (angles count)."""
+    spans, depth, at = [], 0, start
+    for j in range(start, end):
+        c = text[j]
+        if c in "(<[{":
+            depth += 1
+        elif c in ")>]}":
+            depth -= 1
+        elif c == "," and depth == 0:
+            spans.append((at, j))
+            at = j + 1
+    spans.append((at, end))
+    return spans
+
+
+def _param(text: str) -> tuple[str, str, int]:
+    """(name, type, offset of the default's ``=`` or -1) of one parameter's masked text."""
+    depth = 0
+    eq = -1
+    for j, c in enumerate(text):
+        if c in "(<[{":
+            depth += 1
+        elif c in ")>]}":
+            depth -= 1
+        elif c == "=" and depth == 0:
+            eq = j
+            break
+    decl = re.sub(r"\s+", " ", text if eq < 0 else text[:eq]).strip()
+    m = re.match(r"^(.*(?:\s|[>*&\]]))([A-Za-z_]\w*)$", decl)
+    if m and m.group(1).strip() and m.group(2) not in _TYPE_WORDS:
+        return m.group(2), m.group(1).strip(), eq
+    return "", decl, eq
+
+
+def _check_type(text: str, typedefs: dict[str, str], where: str) -> None:
+    expanded = text
+    for _ in range(8):
+        new = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: typedefs.get(m.group(0), m.group(0)), expanded)
+        if new == expanded:
+            break
+        expanded = new
+    if _UNSUPPORTED_TYPE.search(expanded):
+        raise UnsupportedTask(f"{where} has the type {text!r}, which no wire value stands for")
+    if "*" in expanded or "[" in expanded:
+        raise UnsupportedTask(
+            f"{where} is a pointer or an array ({text!r}): it cannot cross the bridge"
+        )
+    if "&&" in expanded:
+        raise UnsupportedTask(f"{where} is an rvalue reference ({text!r})")
+    if "&" in expanded and not re.search(r"\bconst\b", expanded):
+        raise UnsupportedTask(
+            f"{where} is a reference the function may change ({text!r}): the change cannot "
+            "cross the bridge"
+        )
+
+
+def _typedefs(masked: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for m in re.finditer(r"\btypedef\s+([^;{}]+?)\s*\b([A-Za-z_]\w*)\s*;", masked):
+        found[m.group(2)] = m.group(1)
+    for m in re.finditer(r"\busing\s+([A-Za-z_]\w*)\s*=\s*([^;{}]+);", masked):
+        found[m.group(1)] = m.group(2)
+    return found
+
+
+class _Open:
+    """The declared function, the defaults of its parameters, and where the harness cuts.
+
+    ``start``: the prompt's text before it is the harness's (its includes and helpers).
+    """
+
+    def __init__(self, declared: Declared, start: int, defaults: tuple[str, ...]) -> None:
+        self.declared = declared
+        self.start = start
+        self.defaults = defaults
+
+
+def _open_declaration(prompt: str, entry_point: str | None = None) -> _Open:
+    """The function the prompt leaves open (its body unclosed at the end of the prompt).
+
+    A prompt that closes every block may instead declare ``entry_point`` with a
+    prototype (``int f(int x);``): the harness then keeps the whole prompt.
+    """
+    masked = mask(prompt)
+    stack: list[int] = []
+    for j, c in enumerate(masked):
+        if c == "{":
+            stack.append(j)
+        elif c == "}" and stack:
+            stack.pop()
+    if len(stack) > 1:
+        raise UnsupportedTask(
+            "the prompt's open function is inside a class or namespace: only a free function "
+            "can be served"
+        )
+    if stack:
+        return _declaration(prompt, masked, stack[0], keep=None)
+    if entry_point:
+        for m in reversed(list(re.finditer(r"\b" + re.escape(entry_point) + r"\s*\(", masked))):
+            end = _close_paren(masked, m.end() - 1)
+            tail = re.match(_QUALIFIERS + r";", masked[end:]) if end > 0 else None
+            depth = masked.count("{", 0, m.start()) - masked.count("}", 0, m.start())
+            if tail and depth == 0:
+                return _declaration(prompt, masked, end + tail.end() - 1, keep=len(prompt))
+    raise UnsupportedTask("the prompt ends with no open function for the candidate to write")
+
+
+_QUALIFIERS = (
+    r"\s*(?:(?:const|volatile|noexcept(?:\s*\([^()]*\))?|override|final|&&?)\s*)*"
+    r"(?:->\s*[^{;]+?)?\s*"
+)
+
+
+def _declaration(prompt: str, masked: str, end: int, keep: int | None) -> _Open:
+    """Read the declaration whose text ends at ``end`` (its body's brace, or its ``;``)."""
+    before = masked[:end]
+    m = re.search(_QUALIFIERS + "$", before)
+    head = before[: m.start() if m else len(before)].rstrip()
+    if not head.endswith(")"):
+        raise UnsupportedTask("the prompt's open block is not a function's body")
+    lparen = _open_paren(head, len(head) - 1)
+    if lparen < 0:
+        raise UnsupportedTask("the prompt's open declaration has unbalanced parentheses")
+    name_m = re.search(r"([A-Za-z_]\w*)\s*$", head[:lparen])
+    if not name_m:
+        raise UnsupportedTask("the prompt's open declaration names no function")
+    name = name_m.group(1)
+    prefix_end = name_m.start()
+    if head[:prefix_end].rstrip().endswith("::") or name == "operator":
+        raise UnsupportedTask(
+            f"{name} is a member or an operator: only a free function can be served"
+        )
+    boundary = max(before.rfind(c, 0, prefix_end) for c in ";{}")
+    returns_text = masked[boundary + 1 : prefix_end]
+    start = boundary + 1 + (len(returns_text) - len(returns_text.lstrip()))
+    returns = re.sub(r"\s+", " ", _SPECIFIERS.sub(" ", returns_text)).strip()
+    if not returns:
+        raise UnsupportedTask(f"the prompt's {name} has no return type")
+    if re.search(r"\btemplate\b", returns) or re.search(r"\bauto\b", returns):
+        raise UnsupportedTask(f"{name} is a template or returns auto: no type to decode into")
+    returns = re.sub(r"^\[\[.*?\]\]\s*", "", returns)
+    typedefs = _typedefs(masked[:start])
+    if returns != "void":
+        _check_type(returns, typedefs, f"{name}'s return type")
+    params: list[tuple[str, str]] = []
+    defaults: list[str] = []
+    spans = _split_spans(head, lparen + 1, len(head) - 1)
+    if len(spans) == 1 and head[spans[0][0] : spans[0][1]].strip() in ("", "void"):
+        spans = []
+    for k, (a, b) in enumerate(spans):
+        text = head[a:b]
+        if text.strip().endswith("..."):
+            raise UnsupportedTask(f"{name} takes a variable number of arguments")
+        pname, ptype, default_at = _param(text)
+        if not ptype:
+            raise UnsupportedTask(f"{name}'s parameter {k + 1} has no type")
+        _check_type(ptype, typedefs, f"{name}'s parameter {pname or k + 1}")
+        params.append((pname, ptype))
+        # The default's own text (its literals are blank in the masked copy).
+        defaults.append("" if default_at < 0 else prompt[a + default_at + 1 : b].strip())
+    header = prompt[start:end].strip()
+    declared = Declared(name=name, header=header, params=tuple(params), returns=returns)
+    if keep is not None:  # the kept prototype gave the defaults: a definition may not repeat them
+        return _Open(declared, keep, ())
+    return _Open(declared, start, tuple(defaults))
+
+
+def _cxx_string(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _libraries(*texts: str) -> tuple[str, ...]:
+    """Libraries to link for the headers the sources include (OpenSSL's crypto)."""
+    if any(re.search(r"#\s*include\s*[<\"]openssl/", t) for t in texts):
+        return ("-lcrypto",)
+    return ()
+
+
+class CppLanguage(Language):
+    """C++17 with g++."""
+
+    name: ClassVar[str] = "cpp"
+    tags: ClassVar[tuple[str, ...]] = ("cpp", "c++", "cxx", "cc")
+    tools: ClassVar[tuple[str, ...]] = ("g++",)
+    version_command: ClassVar[tuple[str, ...]] = ("g++", "--version")
+    #: g++ reads the headers; cc1plus, as and ld live under /usr/lib and /usr/bin.
+    extra_roots: ClassVar[tuple[str, ...]] = ("/usr/include",)
+    #: A C++ program needs no address space or threads beyond what it allocates itself;
+    #: cc1plus stays well under 1 GiB for a task's program.
+    limits: ClassVar[LanguageLimits] = LanguageLimits(
+        address_space_mb=0,
+        threads=0,
+        compile_cpu_s=30.0,
+        compile_memory_mb=2048,
+        compile_processes=16,
+    )
+    out_of_memory: ClassVar[tuple[re.Pattern[str], ...]] = (re.compile(r"std::bad_alloc"),)
+
+    # --- reading the task ----------------------------------------------------------
+
+    def defines(self, code: str, name: str) -> bool:
+        """Whether ``code`` holds a definition of the free function ``name`` (a body follows)."""
+        masked = mask(code)
+        for m in re.finditer(r"\b" + re.escape(name) + r"\s*\(", masked):
+            before = masked[: m.start()].rstrip()
+            if not before:
+                continue
+            last = before[-1]
+            if not (_is_word(last) or last in ">*&"):
+                continue
+            word = re.search(r"([A-Za-z_]\w*)$", before)
+            if word and word.group(1) in _KEYWORDS_BEFORE_CALL:
+                continue
+            if before.endswith("->"):  # p->name(...): a member call
+                continue
+            end = _close_paren(masked, m.end() - 1)
+            if end < 0:
+                continue
+            rest = masked[end:]
+            after = re.match(
+                r"\s*(?:(?:const|noexcept(?:\s*\([^()]*\))?|override|final)\s*)*"
+                r"(?:->\s*[^{;]+?)?\s*\{",
+                rest,
+            )
+            if after:
+                return True
+        return False
+
+    def declared(self, parts: ProgramParts) -> list[Declared]:
+        """The prompt's open declaration: the function whose body the prompt leaves open."""
+        return [_open_declaration(parts.prompt, parts.entry_point).declared]
+
+    # --- the candidate's side --------------------------------------------------------
+
+    def dispatcher(self, declared: list[Declared]) -> str:
+        """The generated code after the candidate's: one case per function, and ``main``."""
+        lines = [
+            "#undef main",
+            "static bool arbiter_dispatch_(const std::string& arbiter_name_,"
+            " arbiter::Reader& arbiter_in_, std::size_t arbiter_argc_,"
+            " std::string& arbiter_reply_) {",
+            "    using namespace std;",
+        ]
+        for d in declared:
+            lines.append(f"    if (arbiter_name_ == {_cxx_string(d.name)}) {{")
+            lines.append(f"        arbiter::arity(arbiter_argc_, {len(d.params)});")
+            names = []
+            for k, (_, ptype) in enumerate(d.params):
+                var = f"arbiter_a{k}_"
+                names.append(var)
+                lines.append(
+                    f"        arbiter::value_t<{ptype}> {var} ="
+                    f" arbiter::get<arbiter::value_t<{ptype}>>(arbiter_in_);"
+                )
+            ret = "void" if d.returns == "void" else f"arbiter::value_t<{d.returns}>"
+            call = f"::{d.name}({', '.join(names)})"
+            body = f"{call};" if d.returns == "void" else f"return {call};"
+            lines.append(
+                f"        arbiter::answer<{ret}>(arbiter_reply_, [&]() -> {ret} {{ {body} }});"
+            )
+            lines.append("        return true;")
+            lines.append("    }")
+        lines += [
+            "    return false;",
+            "}",
+            "#undef int",  # "#define int long long" is common in contest code
+            "int main() { return arbiter::serve(&arbiter_dispatch_); }",
+            "",
+        ]
+        return "\n".join(lines)
+
+    def candidate(self, parts: ProgramParts) -> Build:
+        """The bridge, the candidate's code (its ``main`` renamed), the dispatcher, ``main``."""
+        declared = self.declared(parts)
+        source = "\n".join(
+            [
+                f'#include "{RUNTIME}"',
+                f"#define main {CANDIDATE_MAIN}",
+                '#line 1 "candidate.cpp"',
+                parts.code,
+                "",
+                '#line 1 "arbiter_dispatcher.cpp"',
+                self.dispatcher(declared),
+            ]
+        )
+        libs = _libraries(parts.code)
+        return Build(
+            files={RUNTIME: _runtime(), "candidate.cpp": source},
+            compile=(("g++", *CXXFLAGS, "-o", "candidate", "candidate.cpp", *libs),),
+            artifacts=("candidate",),
+            run=("./candidate",),
+            flags=CXXFLAGS + libs,
+        )
+
+    # --- the trusted side ------------------------------------------------------------
+
+    def stub(self, declared: Declared, defaults: tuple[str, ...] = ()) -> str:
+        """The definition that stands in for the candidate's function in the harness."""
+        params = []
+        names = []
+        for k, (pname, ptype) in enumerate(declared.params):
+            var = pname or f"arbiter_p{k}_"
+            names.append(var)
+            default = defaults[k] if k < len(defaults) else ""
+            params.append(f"{ptype} {var}" + (f" = {default}" if default else ""))
+        args = "".join(", " + v for v in names)
+        return (
+            f"{declared.returns} {declared.name}({', '.join(params)}) {{\n"
+            f"    return arbiter::call<{declared.returns}>({_cxx_string(declared.name)}{args});\n"
+            "}\n"
+        )
+
+    def harness(self, parts: ProgramParts) -> Build:
+        """The bridge, the prompt up to its open declaration, the stub, the tests."""
+        found = _open_declaration(parts.prompt, parts.entry_point)
+        helpers = parts.prompt[: found.start]
+        source = "\n".join(
+            [
+                f'#include "{RUNTIME}"',
+                '#line 1 "prompt"',
+                helpers,
+                '#line 1 "arbiter_stub.cpp"',
+                self.stub(found.declared, found.defaults),
+                '#line 1 "tests"',
+                parts.setup_code,
+                parts.tests,
+                "",
+            ]
+        )
+        libs = _libraries(helpers, parts.tests, parts.setup_code)
+        return Build(
+            files={RUNTIME: _runtime(), "harness.cpp": source},
+            compile=(("g++", *CXXFLAGS, "-o", "harness", "harness.cpp", *libs),),
+            artifacts=("harness",),
+            run=("./harness",),
+            flags=CXXFLAGS + libs,
+        )
+
+    def harness_passed(self, exit_code: int | None, stdout: str, stderr: str) -> tuple[int, int]:
+        """One program, one test: the tests' ``main`` returned 0 (no assert failed)."""
+        return (1 if exit_code == 0 else 0), 1
+
+    # --- other programs --------------------------------------------------------------
+
+    def program(self, code: str) -> Build:
+        """The candidate's code alone, compiled with ``-O2``; it reads stdin."""
+        libs = _libraries(code)
+        return Build(
+            files={"program.cpp": code},
+            compile=(("g++", *PROGRAM_CXXFLAGS, "-o", "program", "program.cpp", *libs),),
+            artifacts=("program",),
+            run=("./program",),
+            flags=PROGRAM_CXXFLAGS + libs,
+        )
+
+    def naive(self, parts: ProgramParts) -> Build:
+        """The bridge's headers, the candidate's code and the tests, as one program."""
+        source = "\n".join(
+            [
+                f'#include "{RUNTIME}"',
+                '#line 1 "candidate.cpp"',
+                parts.code,
+                "",
+                '#line 1 "tests"',
+                parts.setup_code,
+                parts.tests,
+                "",
+            ]
+        )
+        libs = _libraries(parts.code, parts.tests)
+        return Build(
+            files={RUNTIME: _runtime(), "naive.cpp": source},
+            compile=(("g++", *CXXFLAGS, "-o", "naive", "naive.cpp", *libs),),
+            artifacts=("naive",),
+            run=("./naive",),
+            flags=CXXFLAGS + libs,
+        )
+
+
+LANGUAGE = CppLanguage()
