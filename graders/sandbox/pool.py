@@ -906,15 +906,21 @@ class SandboxPool:
 
     def run_script(self, code: str, stdin: bytes, limits: Limits) -> RunReport:
         """Run ``code`` as ``__main__`` with ``stdin``; the report carries its stdout."""
+        return self._whole_run("script", code, None, stdin, limits)
+
+    def _whole_run(
+        self, mode: str, code: str, program: dict[str, Any] | None, stdin: bytes, limits: Limits
+    ) -> RunReport:
+        """A run that takes its input and ends on its own; nothing is said on its channel."""
         with self._slot(limits) as slot:
             files = _RunFiles(stdin)
             try:
                 deadline = _deadline(limits)
-                request = {"op": "run", "mode": "script", "limits": limits.message()}
+                request = {"op": "run", "mode": mode, "limits": limits.message()}
                 seq = slot.begin(request, files, deadline)
                 # A run that ended before it read its code: its report says how.
                 with contextlib.suppress(SandboxError):
-                    files.send_code(code, deadline, None)
+                    files.send_code(code, deadline, None, program)
                 files.ours.close()
                 return slot.finish(seq, deadline, files, limits.max_output_bytes, end=False)
             finally:
@@ -956,18 +962,7 @@ class SandboxPool:
 
     def program_run(self, spec: dict[str, Any], stdin: bytes, limits: Limits) -> RunReport:
         """Run a built program (``argv`` over ``files``) on ``stdin``; the report has its stdout."""
-        with self._slot(limits) as slot:
-            files = _RunFiles(stdin)
-            try:
-                deadline = _deadline(limits)
-                request = {"op": "run", "mode": "exec", "limits": limits.message()}
-                seq = slot.begin(request, files, deadline)
-                with contextlib.suppress(SandboxError):
-                    files.send_code("", deadline, None, spec)
-                files.ours.close()
-                return slot.finish(seq, deadline, files, limits.max_output_bytes, end=False)
-            finally:
-                files.close()
+        return self._whole_run("exec", "", spec, stdin, limits)
 
     @contextlib.contextmanager
     def bridge_run(self, spec: dict[str, Any], limits: Limits) -> Iterator[FunctionRun]:
@@ -977,29 +972,8 @@ class SandboxPool:
         :mod:`arbiter.graders.languages.wire`). On exit it is killed and swept,
         and ``report`` is set. Raises :class:`SandboxError` when the slot fails.
         """
-        with self._slot(limits) as slot:
-            files = _RunFiles(b"")
-            deadline = _deadline(limits)
-            try:
-                request = {"op": "run", "mode": "exec", "limits": limits.message()}
-                seq = slot.begin(request, files, deadline)
-                try:
-                    files.send_code("", deadline, None, {**spec, "bridge": True})
-                except SandboxError:
-                    files.ours.close()
-                    slot.finish(seq, deadline, files, limits.max_output_bytes, end=True)
-                    raise
-                run = FunctionRun(files.ours, deadline)
-                try:
-                    yield run
-                finally:
-                    files.ours.close()
-                    run.report = slot.finish(
-                        seq, deadline, files, limits.max_output_bytes, end=True
-                    )
-            finally:
-                files.close()
-                deadline.close()
+        with self._channel_run("exec", "", None, {**spec, "bridge": True}, limits) as run:
+            yield run
 
     @contextlib.contextmanager
     def function_run(
@@ -1012,14 +986,27 @@ class SandboxPool:
         exit the child is killed and swept, and ``report`` is set. Raises
         :class:`SandboxError` when the slot fails (not when the candidate does).
         """
+        with self._channel_run("function", code, declared or [], None, limits) as run:
+            yield run
+
+    @contextlib.contextmanager
+    def _channel_run(
+        self,
+        mode: str,
+        code: str,
+        declared: list[str] | None,
+        program: dict[str, Any] | None,
+        limits: Limits,
+    ) -> Iterator[FunctionRun]:
+        """A run the trusted side talks to on its channel (a module's calls, a program's)."""
         with self._slot(limits) as slot:
             files = _RunFiles(b"")
             deadline = _deadline(limits)
             try:
-                request = {"op": "run", "mode": "function", "limits": limits.message()}
+                request = {"op": "run", "mode": mode, "limits": limits.message()}
                 seq = slot.begin(request, files, deadline)
                 try:
-                    files.send_code(code, deadline, declared or [])
+                    files.send_code(code, deadline, declared, program)
                 except SandboxError:
                     files.ours.close()
                     slot.finish(seq, deadline, files, limits.max_output_bytes, end=True)
