@@ -7,13 +7,11 @@ harness's joined by a socket pair on descriptor 3. Tests that compile need g++.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
 import math
 import os
 import shutil
-import socket
 import struct
 import subprocess
 from collections.abc import Iterator
@@ -26,6 +24,7 @@ from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, UnsupportedTask
 from arbiter.graders.languages.cpp import LANGUAGE, RUNTIME, mask
 from arbiter.graders.languages.wire import Char, Tuple
+from tests.graders.languages import local_runs
 from tests.strictness import unavailable
 
 HERE = Path(__file__).resolve().parent
@@ -276,54 +275,14 @@ def _compile(build: Build, out: str, toolchain: Toolchain) -> None:
     assert done.ok, done.diagnostics
 
 
-def _high_fd(fd: int) -> int:
-    """A duplicate of ``fd`` numbered above 3 (a bridge must not already be descriptor 3)."""
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-
-
 def bridged(
     parts: ProgramParts, toolchain: Toolchain, root: str, timeout_s: float = 20
 ) -> tuple[bool, str]:
-    """Compile and run the candidate and the harness joined on descriptor 3: (passed, why)."""
-    cdir, hdir = os.path.join(root, "candidate"), os.path.join(root, "harness")
-    os.makedirs(cdir)
-    os.makedirs(hdir)
-    cb, hb = LANGUAGE.candidate(parts), LANGUAGE.harness(parts)
-    _compile(hb, hdir, toolchain)
-    done = local.compile_build(cb, cdir, toolchain, cdir)
-    if not done.ok:
-        return False, "candidate's compile: " + done.diagnostics
-    ours, theirs = socket.socketpair()
-    a, b = _high_fd(ours.fileno()), _high_fd(theirs.fileno())
-    ours.close()
-    theirs.close()
-    try:
-        cp = local.start(cb, cdir, toolchain, cdir, a)
-        hp = local.start(hb, hdir, toolchain, hdir, b)
-    finally:
-        os.close(a)
-        os.close(b)
-    try:
-        hout, herr = hp.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:  # a candidate that never answers: the call fails
-        hp.kill()
-        hp.communicate()
-        return False, f"the harness ran past {timeout_s} s"
-    finally:
-        cp.kill()
-        cp.communicate()
-    passed, total = LANGUAGE.harness_passed(hp.returncode, hout.decode(), herr.decode())
-    return passed == total == 1, f"harness exit {hp.returncode}: {herr.decode()[-500:]}"
+    return local_runs.bridged(LANGUAGE, parts, toolchain, root, timeout_s=timeout_s)
 
 
 def naive(parts: ProgramParts, toolchain: Toolchain, root: str) -> tuple[bool, str]:
-    build = LANGUAGE.naive(parts)
-    done = local.compile_build(build, root, toolchain, root)
-    if not done.ok:
-        return False, done.diagnostics
-    proc = local.start(build, root, toolchain, root, None)
-    _, err = proc.communicate(timeout=60)
-    return proc.returncode == 0, f"exit {proc.returncode}: {err.decode()[-500:]}"
+    return local_runs.naive(LANGUAGE, parts, toolchain, root)
 
 
 # --- compiled: the codec against wire.py --------------------------------------------

@@ -9,7 +9,6 @@ harness's joined by a socket pair on descriptor 3. Tests that compile need Go
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import importlib.util
 import json
 import os
@@ -29,6 +28,7 @@ from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, UnsupportedTask
 from arbiter.graders.languages.go import LANGUAGE, tokenize
 from arbiter.graders.languages.wire import Char, Tuple
+from tests.graders.languages import local_runs
 from tests.strictness import unavailable
 
 HERE = Path(__file__).resolve().parent
@@ -420,60 +420,16 @@ def _compile(build: Build, out: str, toolchain: Toolchain, private: str = "") ->
     assert done.ok, done.diagnostics
 
 
-def _high_fd(fd: int) -> int:
-    """A duplicate of ``fd`` numbered above 3 (a bridge must not already be descriptor 3)."""
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-
-
 def _start(build: Build, out: str, toolchain: Toolchain, sock: socket.socket, private: str = ""):
-    fd = _high_fd(sock.fileno())
-    try:
-        return local.start(build, out, toolchain, out, fd, private=private)
-    finally:
-        os.close(fd)
+    return local_runs.start_on(build, out, toolchain, sock, private=private)
 
 
 def bridged(parts: ProgramParts, toolchain: Toolchain, root: str, private: str) -> tuple[bool, str]:
-    """Compile and run the candidate and the harness joined on descriptor 3: (passed, why)."""
-    cdir, hdir = os.path.join(root, "candidate"), os.path.join(root, "harness")
-    os.makedirs(cdir)
-    os.makedirs(hdir)
-    cb, hb = LANGUAGE.candidate(parts), LANGUAGE.harness(parts)
-    _compile(hb, hdir, toolchain, private)
-    done = local.compile_build(cb, cdir, toolchain, cdir)
-    if not done.ok:
-        return False, "candidate's compile: " + done.diagnostics
-    ours, theirs = socket.socketpair()
-    try:
-        cp = _start(cb, cdir, toolchain, ours)
-        hp = _start(hb, hdir, toolchain, theirs, private)
-    finally:
-        ours.close()
-        theirs.close()
-    try:
-        hout, herr = hp.communicate(timeout=60)
-    finally:
-        cp.kill()
-        cp.communicate()
-    passed, total = LANGUAGE.harness_passed(hp.returncode, hout.decode(), herr.decode())
-    return (
-        passed == total > 0,
-        f"harness exit {hp.returncode}: {hout.decode()[-500:]}{herr.decode()[-500:]}",
-    )
+    return local_runs.bridged(LANGUAGE, parts, toolchain, root, private=private)
 
 
 def naive(parts: ProgramParts, toolchain: Toolchain, root: str, cache: str) -> tuple[bool, str]:
-    build = LANGUAGE.naive(parts)
-    os.makedirs(root)
-    done = local.compile_build(build, root, toolchain, cache)
-    if not done.ok:
-        return False, done.diagnostics
-    proc = local.start(build, root, toolchain, cache, None)
-    out, err = proc.communicate(timeout=60)
-    return (
-        proc.returncode == 0,
-        f"exit {proc.returncode}: {out.decode()[-300:]}{err.decode()[-300:]}",
-    )
+    return local_runs.naive(LANGUAGE, parts, toolchain, root, cache=cache)
 
 
 # --- compiled: the codec against wire.py --------------------------------------------------

@@ -8,13 +8,10 @@ harness's joined by a socket pair on descriptor 3. Tests that compile need a JDK
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
 import math
-import os
 import resource
-import socket
 import struct
 import subprocess
 from pathlib import Path
@@ -36,6 +33,7 @@ from arbiter.graders.languages.java import (
     mask,
 )
 from arbiter.graders.languages.wire import Char, Tuple
+from tests.graders.languages import local_runs
 from tests.strictness import unavailable
 
 HERE = Path(__file__).resolve().parent
@@ -371,51 +369,14 @@ def _compile(build: Build, out: str, toolchain: Toolchain) -> None:
     assert done.ok, done.diagnostics
 
 
-def _high_fd(fd: int) -> int:
-    """A duplicate of ``fd`` numbered above 3 (a bridge must not already be descriptor 3)."""
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-
-
 def bridged(parts: ProgramParts, toolchain: Toolchain, root: str) -> tuple[bool, str]:
-    """Compile and run the candidate and the harness joined on descriptor 3: (passed, why)."""
-    cdir, hdir = os.path.join(root, "candidate"), os.path.join(root, "harness")
-    os.makedirs(cdir)
-    os.makedirs(hdir)
-    cb, hb = LANGUAGE.candidate(parts), LANGUAGE.harness(parts)
-    _compile(hb, hdir, toolchain)
-    done = local.compile_build(cb, cdir, toolchain, _cache(toolchain))
-    if not done.ok:
-        return False, "candidate's compile: " + done.diagnostics
-    ours, theirs = socket.socketpair()
-    a, b = _high_fd(ours.fileno()), _high_fd(theirs.fileno())
-    ours.close()
-    theirs.close()
-    try:
-        cp = local.start(cb, cdir, toolchain, _cache(toolchain), a)
-        hp = local.start(hb, hdir, toolchain, _cache(toolchain), b)
-    finally:
-        os.close(a)
-        os.close(b)
-    try:
-        hout, herr = hp.communicate(timeout=90)
-    finally:
-        cp.kill()
-        _, cerr = cp.communicate()
-    passed, total = LANGUAGE.harness_passed(hp.returncode, hout.decode(), herr.decode())
-    why = (
-        f"harness exit {hp.returncode}: {herr.decode()[-600:]} | candidate: {cerr.decode()[-300:]}"
+    return local_runs.bridged(
+        LANGUAGE, parts, toolchain, root, cache=_cache(toolchain), timeout_s=90
     )
-    return passed == total == 1, why
 
 
 def naive(parts: ProgramParts, toolchain: Toolchain, root: str) -> tuple[bool, str]:
-    build = LANGUAGE.naive(parts)
-    done = local.compile_build(build, root, toolchain, _cache(toolchain))
-    if not done.ok:
-        return False, done.diagnostics
-    proc = local.start(build, root, toolchain, _cache(toolchain), None)
-    _, err = proc.communicate(timeout=90)
-    return proc.returncode == 0, f"exit {proc.returncode}: {err.decode()[-500:]}"
+    return local_runs.naive(LANGUAGE, parts, toolchain, root, cache=_cache(toolchain), timeout_s=90)
 
 
 # --- compiled: the codec against wire.py ----------------------------------------------

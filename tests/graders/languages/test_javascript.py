@@ -7,13 +7,10 @@ joined by a socket pair on descriptor 3. Tests that run scripts need node.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
 import math
-import os
 import resource
-import socket
 import struct
 import subprocess
 from pathlib import Path
@@ -25,6 +22,7 @@ from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import ProgramParts, Toolchain, UnsupportedTask
 from arbiter.graders.languages.javascript import BRIDGE, LANGUAGE, RUNTIME, mask
 from arbiter.graders.languages.wire import UNDEFINED, Char, Tuple
+from tests.graders.languages import local_runs
 from tests.strictness import unavailable
 
 HERE = Path(__file__).resolve().parent
@@ -229,52 +227,12 @@ def toolchain() -> Toolchain:
     return found
 
 
-def _high_fd(fd: int) -> int:
-    """A duplicate of ``fd`` numbered above 3 (a bridge must not already be descriptor 3)."""
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-
-
 def bridged(parts: ProgramParts, toolchain: Toolchain, root: str) -> tuple[bool, str]:
-    """Check and run the candidate and the harness joined on descriptor 3: (passed, why)."""
-    cdir, hdir = os.path.join(root, "candidate"), os.path.join(root, "harness")
-    os.makedirs(cdir)
-    os.makedirs(hdir)
-    cb, hb = LANGUAGE.candidate(parts), LANGUAGE.harness(parts)
-    done = local.compile_build(hb, hdir, toolchain, hdir)
-    assert done.ok, done.diagnostics
-    done = local.compile_build(cb, cdir, toolchain, cdir)
-    if not done.ok:
-        return False, "candidate's check: " + done.diagnostics
-    ours, theirs = socket.socketpair()
-    a, b = _high_fd(ours.fileno()), _high_fd(theirs.fileno())
-    ours.close()
-    theirs.close()
-    try:
-        cp = local.start(cb, cdir, toolchain, cdir, a)
-        hp = local.start(hb, hdir, toolchain, hdir, b)
-    finally:
-        os.close(a)
-        os.close(b)
-    try:
-        hout, herr = hp.communicate(timeout=60)
-    finally:
-        cp.kill()
-        _, cerr = cp.communicate()
-    passed, total = LANGUAGE.harness_passed(hp.returncode, hout.decode(), herr.decode())
-    told = cerr.decode()
-    told = told if len(told) < 8000 else told[:4000] + " ... " + told[-4000:]
-    why = f"harness exit {hp.returncode}: {herr.decode()[-600:]} | candidate: {told}"
-    return passed == total == 1, why
+    return local_runs.bridged(LANGUAGE, parts, toolchain, root)
 
 
 def naive(parts: ProgramParts, toolchain: Toolchain, root: str) -> tuple[bool, str]:
-    build = LANGUAGE.naive(parts)
-    done = local.compile_build(build, root, toolchain, root)
-    if not done.ok:
-        return False, done.diagnostics
-    proc = local.start(build, root, toolchain, root, None)
-    _, err = proc.communicate(timeout=60)
-    return proc.returncode == 0, f"exit {proc.returncode}: {err.decode()[-500:]}"
+    return local_runs.naive(LANGUAGE, parts, toolchain, root)
 
 
 def _node(toolchain: Toolchain, script: str, stdin: bytes = b"") -> bytes:
@@ -485,7 +443,7 @@ def test_a_candidate_that_dies_or_lacks_the_function_fails(toolchain, tmp_path):
     ok, why = bridged(parts, toolchain, str(tmp_path / "missing"))
     assert not ok and "total is not defined as a function" in why, why
     ok, why = bridged(_parts(body="  return (\n}\n"), toolchain, str(tmp_path / "syntax"))
-    assert not ok and "candidate's check" in why, why
+    assert not ok and "candidate's compile" in why, why
 
 
 def test_an_async_prompt_gets_a_promise(toolchain, tmp_path):

@@ -11,7 +11,6 @@ naive build and fails the bridged one) and a few HumanEvalPack rows.
 
 from __future__ import annotations
 
-import fcntl
 import importlib.util
 import json
 import math
@@ -29,6 +28,7 @@ import pytest
 from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, UnsupportedTask
 from arbiter.graders.languages.rust import CRATE_REGISTRY, LANGUAGE, mask
+from tests.graders.languages import local_runs
 from tests.strictness import unavailable
 
 _HERE = Path(__file__).resolve().parent
@@ -307,11 +307,6 @@ def _compile(build: Build, where: Path, toolchain: tuple[Toolchain, str]) -> str
     return str(where)
 
 
-def _high(fd: int) -> int:
-    """A copy of ``fd`` numbered 10 or more (never 3, which the child's bridge becomes)."""
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
-
-
 def _run_bridged(
     harness: Build,
     hdir: str,
@@ -321,7 +316,7 @@ def _run_bridged(
     """Run the harness against a candidate build (or a Python stand-in on the other end)."""
     tc, cache = toolchain
     ours, theirs = socket.socketpair()
-    theirs_fd, ours_fd = _high(theirs.fileno()), _high(ours.fileno())
+    theirs_fd, ours_fd = local_runs.high_fd(theirs.fileno()), local_runs.high_fd(ours.fileno())
     theirs.close()
     ours.close()
     helper: threading.Thread | None = None
@@ -422,7 +417,7 @@ def echo_candidate(
     cdir = _compile(build, tmp_path_factory.mktemp("echo"), toolchain)
     tc, cache = toolchain
     ours, theirs = socket.socketpair()
-    theirs_fd = _high(theirs.fileno())
+    theirs_fd = local_runs.high_fd(theirs.fileno())
     theirs.close()
     process = local.start(build, cdir, tc, cache, theirs_fd)
     os.close(theirs_fd)
