@@ -172,6 +172,27 @@ def stdio(grader: UnitTestsGrader, pool: SandboxPool, name: str, items: int, run
     b = _line("(b) compile per test case, confined", items, timings["b"])
     c = _line("(c) subprocess per problem, unconfined", items, timings["c"])
     print(f"  ratio (a)/(b) {a / b:.2f}x   (a)/(c) {a / c:.2f}x")
+    # What compiling once can win at most: with a compile of C and a run of R, (b) spends
+    # n(C + R) per completion of n cases and (a) C + nR.
+    build = lang.program(SUM_PROGRAMS[name].format(n=next(counter)))
+    compiles, case_runs = [], []
+    for _ in range(5):
+        started = time.perf_counter()
+        made, _ = grader.programs.artifact(lang, toolchain, build, build_limits)
+        compiles.append(time.perf_counter() - started)
+        assert isinstance(made, Artifact), made
+        grader.programs.forget(made.key)
+        spec = grader.programs.run_spec(lang, toolchain, build, made, config.memory_mb)
+        started = time.perf_counter()
+        pool.program_run(spec, CASES[1].input.encode(), run_limits)
+        case_runs.append(time.perf_counter() - started)
+    compile_s, run_s = statistics.median(compiles), statistics.median(case_runs)
+    n = len(CASES)
+    print(
+        f"  one compile {compile_s * 1000:.0f} ms, one run {run_s * 1000:.0f} ms (confined,"
+        f" medians of 5): compiling once wins at most n(C+R)/(C+nR) ="
+        f" {n * (compile_s + run_s) / (compile_s + n * run_s):.2f}x over (b)"
+    )
 
 
 def _rows(name: str) -> list[dict[str, Any]]:
