@@ -10,6 +10,7 @@ call does more than the monitor needs, and the docstring says why.
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -89,10 +90,10 @@ def holm(pvalues: npt.ArrayLike, alpha: float) -> Bools:
     m = p.size
     reject = np.zeros(m, dtype=np.bool_)
     order = np.argsort(p, kind="stable")
-    for rank, index in enumerate(order.tolist()):
-        if p[index] > alpha / (m - rank):
-            break
-        reject[index] = True
+    # The k-th smallest p is rejected while p * (m - k + 1) <= alpha, decided exactly.
+    below = _scaled_at_most(p[order], np.arange(m, 0, -1), alpha, np.ones(m, dtype=np.int64))
+    stop = int(np.argmin(below)) if not below.all() else m
+    reject[order[:stop]] = True
     return reject
 
 
@@ -100,7 +101,8 @@ def benjamini_hochberg(pvalues: npt.ArrayLike, alpha: float) -> Bools:
     """Reject with the Benjamini-Hochberg step-up procedure (false discovery rate ``alpha``).
 
     The same decisions as ``scipy.stats.false_discovery_control(p) <= alpha``
-    (the tests check it), kept here for speed: the monitor corrects once per
+    (the tests check it) but at exact ties, which scipy's float adjustment can
+    round either way and this decides exactly; kept here for speed: the monitor corrects once per
     window per rubric on the request path, where scipy's general call
     (argument checks, any axis, any method) does more than this sort and
     compare.
@@ -114,11 +116,33 @@ def benjamini_hochberg(pvalues: npt.ArrayLike, alpha: float) -> Bools:
     if m == 0:
         return reject
     order = np.argsort(p, kind="stable")
-    below = p[order] <= alpha * np.arange(1, m + 1) / m
+    # The k-th smallest p is below its line when p * m <= alpha * k, decided exactly.
+    below = _scaled_at_most(p[order], np.full(m, m), alpha, np.arange(1, m + 1))
     if below.any():
         last = int(np.flatnonzero(below)[-1])
         reject[order[: last + 1]] = True
     return reject
+
+
+def _scaled_at_most(
+    p: Floats, scale: npt.NDArray[Any], alpha: float, times: npt.NDArray[Any]
+) -> Bools:
+    """``p * scale <= alpha * times``, elementwise and exact (``scale``, ``times``: integers).
+
+    Floating point decides all but the near-ties; those are decided in rationals
+    (a float is an exact rational), so the corrections keep their textbook order
+    to the last bit: Holm never rejects what BH keeps, neither rejects what the
+    uncorrected level keeps, and ``alpha * m / m`` rounding below ``alpha`` moves
+    no decision.
+    """
+    lhs = p * scale
+    rhs = alpha * times
+    decided = lhs <= rhs
+    near = np.abs(lhs - rhs) <= 1e-9 * np.maximum(np.abs(lhs), np.abs(rhs)) + 1e-300
+    exact_alpha = Fraction(alpha)
+    for i in np.flatnonzero(near).tolist():
+        decided[i] = Fraction(float(p[i])) * int(scale[i]) <= exact_alpha * int(times[i])
+    return decided
 
 
 def effective_sd(sd: float, n_reference: int) -> float:

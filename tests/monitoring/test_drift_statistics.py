@@ -104,6 +104,19 @@ def test_correction_never_makes_a_test_more_liberal(p, alpha):
     assert not (by_holm & ~by_bh).any(), "Holm is stricter than BH"
 
 
+def test_a_p_value_equal_to_alpha_is_decided_exactly():
+    # In floats alpha * 3 / 3 rounds below this alpha, so BH's last line fell under
+    # its own p while Holm's (alpha / 1) did not: Holm rejected what BH kept.
+    alpha = 0.051518904707976085
+    assert alpha * 3 / 3 < alpha
+    p = [0.0, 0.0, alpha]
+    assert holm(p, alpha).tolist() == [True, True, True]
+    assert benjamini_hochberg(p, alpha).tolist() == [True, True, True]
+    above = math.nextafter(alpha, 1.0)
+    assert holm([0.0, 0.0, above], alpha).tolist() == [True, True, False]
+    assert benjamini_hochberg([0.0, 0.0, above], alpha).tolist() == [True, True, False]
+
+
 @given(st.lists(pvalue, min_size=1, max_size=30), st.floats(1e-6, 0.2))
 def test_holm_controls_with_one_test_like_the_raw_level(p, alpha):
     assert holm(p[:1], alpha).tolist() == [p[0] <= alpha]
