@@ -137,7 +137,7 @@ def _scaled_at_most(
     """
     lhs = p * scale
     rhs = alpha * times
-    decided = lhs <= rhs
+    decided: Bools = np.asarray(lhs <= rhs, dtype=np.bool_)
     near = np.abs(lhs - rhs) <= 1e-9 * np.maximum(np.abs(lhs), np.abs(rhs)) + 1e-300
     exact_alpha = Fraction(alpha)
     for i in np.flatnonzero(near).tolist():
