@@ -303,7 +303,7 @@ def build_rubric(
     if spec is None or report.issues:
         raise report.error()
 
-    penalties = _check_semantics(spec, formula, report)
+    penalties = _check_semantics(spec, formula, configs, report)
     if report.issues:
         raise report.error()
     gates = tuple(
@@ -405,7 +405,10 @@ def _compile_formulas(
 
 
 def _check_semantics(
-    spec: RubricSpec, formula: Formula | None, report: _Report
+    spec: RubricSpec,
+    formula: Formula | None,
+    configs: dict[str, GraderConfig],
+    report: _Report,
 ) -> dict[ViolationType, PenaltySpec]:
     """Check the rules that span fields (pass 3)."""
     for name in spec.components:
@@ -428,6 +431,8 @@ def _check_semantics(
             "'renormalize' re-weights a weighted_sum and has no meaning for a formula; "
             f"expected 'abstain' or 'zero' with combine: {spec.combine!r}; found 'renormalize'",
         )
+    if spec.combine == "weighted_sum" and spec.on_missing == "renormalize":
+        _check_droppable(spec, configs, report)
 
     penalties: dict[ViolationType, PenaltySpec] = {}
     for i, penalty in enumerate(spec.penalties):
@@ -443,6 +448,33 @@ def _check_semantics(
         low, high = spec.clip
         report.add(("clip",), f"expected [low, high] with low < high; found [{low:g}, {high:g}]")
     return penalties
+
+
+def _check_droppable(spec: RubricSpec, configs: dict[str, GraderConfig], report: _Report) -> None:
+    """Refuse a component the candidate can drop from a renormalized sum by failing it.
+
+    A grader with ``fail_as_zero`` (``unit_tests``) leaves the candidate's own
+    faults (a timeout, no code, a syntax or compile error) unscored unless it is
+    set; under ``renormalize`` the other components' weights then grow to fill
+    the gap, so a candidate that loops forever instead of failing its tests
+    earns the whole reward from the rest. Harmless when nothing else is weighted
+    (the reward abstains) or the component is required (likewise).
+    """
+    for name, component in spec.components.items():
+        if component.required or getattr(configs.get(name), "fail_as_zero", True):
+            continue
+        others = [n for n, c in spec.components.items() if n != name and c.weight > 0]
+        if component.weight > 0 and others:
+            report.add(
+                ("components", name),
+                f"under on_missing: renormalize, a candidate that fails {name!r} by its own "
+                "fault (a timeout, no code, a syntax or compile error) leaves it unscored, "
+                f"and the weights of {', '.join(repr(n) for n in others)} grow to fill its "
+                "place: failing would pay. Expected 'fail_as_zero: true' in its config (the "
+                "candidate's faults score 0), 'required: true', or on_missing 'abstain' or "
+                "'zero'",
+                key=True,
+            )
 
 
 class _Report:

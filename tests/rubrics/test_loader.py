@@ -155,6 +155,47 @@ def test_renormalize_needs_a_weighted_sum():
     assert any("on_missing" in i and "renormalize" in i for i in issues)
 
 
+DROPPABLE = """\
+name: codegen
+version: 1
+components:
+  tests:
+    grader: unit_tests
+    weight: 0.7
+    config: {timeout_s: 5}
+  speed:
+    grader: efficiency
+    weight: 0.3
+    config: {max_turns: 8}
+on_missing: renormalize
+"""
+
+
+def test_a_candidate_cannot_be_paid_to_drop_its_tests_from_a_renormalized_sum():
+    # Unscored on a timeout, the tests' weight would go to `speed`: a looper
+    # would earn the whole reward that failing its tests should have cost it.
+    (issue,) = issues_of(DROPPABLE)
+    assert issue.startswith("r.yaml:4:3: components.tests: under on_missing: renormalize"), issue
+    assert "'speed'" in issue and "fail_as_zero: true" in issue and "required: true" in issue
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("config: {timeout_s: 5}", "config: {timeout_s: 5, fail_as_zero: true}"),
+        ("    weight: 0.7\n", "    weight: 0.7\n    required: true\n"),
+        ("on_missing: renormalize", "on_missing: abstain"),
+        ("on_missing: renormalize", "on_missing: zero"),
+        ("    weight: 0.3\n", "    weight: 0\n"),
+    ],
+    ids=["fail_as_zero", "required", "abstain", "zero", "nothing_else_weighted"],
+)
+def test_a_tests_component_that_cannot_be_dropped_for_gain_loads(old, new):
+    text = DROPPABLE.replace(old, new, 1)
+    assert text != DROPPABLE
+    assert parse_rubric(text, source="r.yaml").name == "codegen"
+
+
 def test_all_zero_weights_are_rejected():
     issues = issues_of(GOOD.replace("weight: 0.7", "weight: 0").replace("weight: 0.3", "weight: 0"))
     assert any("at least one component with a weight above 0" in i for i in issues)
