@@ -182,10 +182,11 @@ class UnitTestsConfig(GraderConfig):
         ),
     )
     fail_as_zero: bool = Field(
-        default=False,
+        default=True,
         description=(
-            "Score candidate faults that have a typed failure (no_code, syntax_error, timeout) "
-            "as 0.0 instead of leaving them unscored."
+            "Score the candidate's own faults (no_code, syntax_error, compile_error, timeout, "
+            "memory_limit, output_limit) as 0.0, their kind kept in details.failure_kind; "
+            "false leaves them unscored, for the rubric's on_missing to decide."
         ),
     )
 

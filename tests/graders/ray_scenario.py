@@ -57,7 +57,8 @@ def summary(result: Any) -> list[Any]:
     return [
         result.grader,
         result.score,
-        result.failure.kind.value if result.failure else None,
+        # A candidate's fault read as 0 keeps its kind in the details.
+        result.failure.kind.value if result.failure else d.get("failure_kind"),
         d.get("passed"),
         d.get("total"),
         sorted(v.type.value for v in result.violations),

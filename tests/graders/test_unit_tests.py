@@ -296,17 +296,20 @@ def test_missing_task_is_missing_input(grader: UnitTestsGrader) -> None:
     assert result.failure.kind == FailureKind.MISSING_INPUT
 
 
-def test_no_code_is_typed(grader: UnitTestsGrader) -> None:
+def test_no_code_scores_zero_and_says_why(grader: UnitTestsGrader) -> None:
+    # The candidate's own fault is a 0 by default, its kind kept in the details.
     result = _grade(grader, "I am not sure how to do this.", SQUARE)
-    assert result.score is None and result.failure.kind == FailureKind.NO_CODE
+    assert result.score == 0.0 and result.details["failure_kind"] == "no_code"
+    typed = _grade(grader, "I am not sure how to do this.", SQUARE, fail_as_zero=False)
+    assert typed.score is None and typed.failure.kind == FailureKind.NO_CODE
 
 
-def test_syntax_error_is_typed_or_zero(grader: UnitTestsGrader) -> None:
+def test_syntax_error_is_zero_or_typed(grader: UnitTestsGrader) -> None:
     broken = "```python\ndef square(x)\n    return x * x\n```"
-    result = _grade(grader, broken, SQUARE)
-    assert result.score is None and result.failure.kind == FailureKind.SYNTAX_ERROR
-    zero = _grade(grader, broken, SQUARE, fail_as_zero=True)
+    zero = _grade(grader, broken, SQUARE)
     assert zero.score == 0.0 and zero.details["failure_kind"] == "syntax_error"
+    typed = _grade(grader, broken, SQUARE, fail_as_zero=False)
+    assert typed.score is None and typed.failure.kind == FailureKind.SYNTAX_ERROR
 
 
 def test_broken_tests_are_a_collection_error(grader: UnitTestsGrader) -> None:

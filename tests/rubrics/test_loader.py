@@ -162,7 +162,7 @@ components:
   tests:
     grader: unit_tests
     weight: 0.7
-    config: {timeout_s: 5}
+    config: {timeout_s: 5, fail_as_zero: false}
   speed:
     grader: efficiency
     weight: 0.3
@@ -182,13 +182,21 @@ def test_a_candidate_cannot_be_paid_to_drop_its_tests_from_a_renormalized_sum():
 @pytest.mark.parametrize(
     ("old", "new"),
     [
-        ("config: {timeout_s: 5}", "config: {timeout_s: 5, fail_as_zero: true}"),
+        ("fail_as_zero: false", "fail_as_zero: true"),
+        ("config: {timeout_s: 5, fail_as_zero: false}", "config: {timeout_s: 5}"),
         ("    weight: 0.7\n", "    weight: 0.7\n    required: true\n"),
         ("on_missing: renormalize", "on_missing: abstain"),
         ("on_missing: renormalize", "on_missing: zero"),
         ("    weight: 0.3\n", "    weight: 0\n"),
     ],
-    ids=["fail_as_zero", "required", "abstain", "zero", "nothing_else_weighted"],
+    ids=[
+        "fail_as_zero",
+        "fail_as_zero_by_default",
+        "required",
+        "abstain",
+        "zero",
+        "nothing_else_weighted",
+    ],
 )
 def test_a_tests_component_that_cannot_be_dropped_for_gain_loads(old, new):
     text = DROPPABLE.replace(old, new, 1)

@@ -84,7 +84,9 @@ def stdio_task(
 
 def grade(grader: UnitTestsGrader, code: str, task: TaskSpec, **config: object) -> GradeResult:
     sample = Sample(id="attack", response=f"```python\n{code}\n```", task=task)
-    settings = {"timeout_s": 3.0, **config}
+    # Candidate faults come back typed (a timeout, an output flood), not read as 0:
+    # these tests are about which fault the sandbox saw.
+    settings = {"timeout_s": 3.0, "fail_as_zero": False, **config}
     return grader.grade_sync(sample, UnitTestsConfig.model_validate(settings))
 
 
