@@ -83,6 +83,14 @@ _TYPE_WORDS = frozenset(
         "typename",
     }
 )
+#: A struct, class, union or enum defined (a body follows) and, formatted with a
+#: name, that one.
+_TYPE_DEFINITION = re.compile(
+    r"\b(?:struct|class|union|enum(?:\s+(?:class|struct))?)\s+([A-Za-z_]\w*)\s*(?:final\s*)?[:{]"
+)
+_TYPE_DEFINITION_OF = (
+    r"\b(?:struct|class|union|enum(?:\s+(?:class|struct))?)\s+{}\s*(?:final\s*)?[:{{]"
+)
 _SPECIFIERS = re.compile(r"\b(?:static|inline|extern|constexpr|virtual|explicit|friend)\b")
 #: Types no wire value stands for: variants, callables, owners of raw memory, streams.
 _UNSUPPORTED_TYPE = re.compile(
@@ -497,13 +505,58 @@ class CppLanguage(Language):
         ]
         return "\n".join(lines)
 
+    def standalone_context(self, parts: ProgramParts) -> str:
+        """What of the prompt a whole answer (one that defines the function) goes after.
+
+        Such an answer often leaves out what the prompt gave it: its includes,
+        ``using namespace std;``, its typedefs and helpers. When the answer
+        defines none of the prompt's helper functions or types, the prompt's
+        text before the open declaration comes first, as a body would have had
+        it; otherwise only its ``#include`` and ``using namespace`` lines (a
+        helper defined twice would not compile).
+        """
+        if parts.continued:
+            return ""
+        found = _open_declaration(parts.prompt, parts.entry_point)
+        prefix = parts.prompt[: found.start]
+        if not prefix.strip():
+            return ""
+        masked, code = mask(prefix), mask(parts.code)
+        functions = {
+            m.group(1)
+            for m in re.finditer(r"\b([A-Za-z_]\w*)\s*\(", masked)
+            if self.defines(prefix, m.group(1))
+        }
+        types = set(_TYPE_DEFINITION.findall(masked))
+        if not any(self.defines(parts.code, f) for f in functions) and not any(
+            re.search(_TYPE_DEFINITION_OF.format(re.escape(t)), code) for t in types
+        ):
+            return prefix
+        # Directive lines, found with comments blanked: '#' at a line's start is
+        # kept (as '@') so that mask does not blank the line as a directive.
+        probe = mask(re.sub(r"(?m)^([ \t]*)#", r"\1@", prefix))
+        lines = prefix.splitlines()
+        kept = [
+            lines[i]
+            for i, line in enumerate(probe.splitlines())
+            if re.match(r"\s*@\s*include\b", line)
+            or re.match(r"\s*using\s+namespace\s+[\w:]+\s*;", line)
+        ]
+        return "\n".join(kept) + "\n" if kept else ""
+
     def candidate(self, parts: ProgramParts) -> Build:
-        """The bridge, the candidate's code (its ``main`` renamed), the dispatcher, ``main``."""
+        """The bridge, the candidate's code (its ``main`` renamed), the dispatcher, ``main``.
+
+        A whole answer goes after the prompt's context it left out
+        (:meth:`standalone_context`).
+        """
         declared = self.declared(parts)
+        context = self.standalone_context(parts)
         source = "\n".join(
             [
                 f'#include "{RUNTIME}"',
                 f"#define main {CANDIDATE_MAIN}",
+                *(['#line 1 "prompt"', context] if context else []),
                 '#line 1 "candidate.cpp"',
                 parts.code,
                 "",
@@ -511,7 +564,7 @@ class CppLanguage(Language):
                 self.dispatcher(declared),
             ]
         )
-        libs = _libraries(parts.code)
+        libs = _libraries(context, parts.code)
         return Build(
             files={RUNTIME: _runtime(), "candidate.cpp": source},
             compile=(("g++", *CXXFLAGS, "-o", "candidate", "candidate.cpp", *libs),),

@@ -239,6 +239,42 @@ def test_candidate_build_renames_the_candidates_main_and_serves_after_its_code()
     assert "::total(arbiter_a0_)" in tail
 
 
+WHOLE_WITHOUT_CONTEXT = (
+    "long long total(vector<int> xs) {\n"
+    "    long long s = 0;\n"
+    "    for (int x : xs) s += helper_twice(x) / 2;\n"
+    "    return s;\n"
+    "}\n"
+)
+
+
+def test_a_whole_answer_goes_after_the_prompts_context():
+    # It uses vector unqualified and the prompt's helper, and writes neither include.
+    parts = _parts(body=WHOLE_WITHOUT_CONTEXT)
+    assert not parts.continued
+    context = LANGUAGE.standalone_context(parts)
+    assert context == PROMPT[: PROMPT.index("long long total")]
+    source = LANGUAGE.candidate(parts).files["candidate.cpp"]
+    assert source.index("int helper_twice") < source.index('#line 1 "candidate.cpp"')
+    assert source.index('#line 1 "candidate.cpp"') < source.index("for (int x : xs)")
+    # A body continues the prompt already: nothing is added.
+    assert LANGUAGE.standalone_context(_parts()) == ""
+
+
+def test_a_whole_answer_that_redefines_a_helper_gets_only_includes_and_usings():
+    prompt = "/* #include <map> in a comment is not kept */\n" + PROMPT.replace(
+        "using namespace std;\n", "using namespace std;\nstruct Pair { int a; };\n"
+    )
+    own_helper = "int helper_twice(int x) { return x + x; }\n" + WHOLE_WITHOUT_CONTEXT
+    assert LANGUAGE.standalone_context(_parts(prompt=prompt, body=own_helper)) == (
+        "#include<stdio.h>\n#include<vector>\nusing namespace std;\n"
+    )
+    own_type = "struct Pair { int a; };\n" + WHOLE_WITHOUT_CONTEXT
+    assert LANGUAGE.standalone_context(_parts(prompt=prompt, body=own_type)) == (
+        "#include<stdio.h>\n#include<vector>\nusing namespace std;\n"
+    )
+
+
 def test_program_build_is_the_code_alone():
     build = LANGUAGE.program("int main(){}\n")
     assert build.files == {"program.cpp": "int main(){}\n"}
@@ -492,6 +528,15 @@ def test_a_right_answer_passes_and_a_wrong_one_fails(toolchain, tmp_path):
     ok, why = bridged(_parts(), toolchain, str(tmp_path / "right"))
     assert ok, why
     wrong = BODY.replace("return sum_marker_7f3a;", "return sum_marker_7f3a + 1;")
+    ok, why = bridged(_parts(body=wrong), toolchain, str(tmp_path / "wrong"))
+    assert not ok, why
+
+
+@pytest.mark.slow
+def test_a_whole_answer_without_the_prompts_includes_compiles_and_passes(toolchain, tmp_path):
+    ok, why = bridged(_parts(body=WHOLE_WITHOUT_CONTEXT), toolchain, str(tmp_path / "whole"))
+    assert ok, why
+    wrong = WHOLE_WITHOUT_CONTEXT.replace("return s;", "return s + 1;")
     ok, why = bridged(_parts(body=wrong), toolchain, str(tmp_path / "wrong"))
     assert not ok, why
 
