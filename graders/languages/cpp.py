@@ -83,14 +83,12 @@ _TYPE_WORDS = frozenset(
         "typename",
     }
 )
-#: A struct, class, union or enum defined (a body follows) and, formatted with a
-#: name, that one.
-_TYPE_DEFINITION = re.compile(
-    r"\b(?:struct|class|union|enum(?:\s+(?:class|struct))?)\s+([A-Za-z_]\w*)\s*(?:final\s*)?[:{]"
-)
+#: The definition (a body follows) of the struct, class, union or enum named by
+#: the pattern formatted in; :data:`_TYPE_DEFINITION` captures any one's name.
 _TYPE_DEFINITION_OF = (
     r"\b(?:struct|class|union|enum(?:\s+(?:class|struct))?)\s+{}\s*(?:final\s*)?[:{{]"
 )
+_TYPE_DEFINITION = re.compile(_TYPE_DEFINITION_OF.format(r"([A-Za-z_]\w*)"))
 _SPECIFIERS = re.compile(r"\b(?:static|inline|extern|constexpr|virtual|explicit|friend)\b")
 #: Types no wire value stands for: variants, callables, owners of raw memory, streams.
 _UNSUPPORTED_TYPE = re.compile(
