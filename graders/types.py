@@ -181,6 +181,15 @@ class TaskSpec(_Frozen):
         ),
     )
     entry_point: str | None = None
+    classes: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] | None = Field(
+        default=None,
+        description=(
+            "python_function and pytest: the candidate's names the tests use as classes "
+            "(calling one constructs an instance whose attributes and methods the tests may "
+            "use). Default: the names the task's own code shows as a class, and CapWords "
+            "names it does not show as a function."
+        ),
+    )
     reference: str | None = None
     setup_code: str | None = Field(
         default=None,

@@ -3,9 +3,10 @@
 Three task kinds, each with a verdict the candidate cannot write itself:
 
 * ``python_function``: the tests (a HumanEval ``check(candidate)`` or an MBPP
-  assert list) run here, in the trusted process, one assert per unit, calling
-  the candidate's functions through proxies into the confined child
-  (:mod:`arbiter.graders.sandbox.checks`);
+  assert list) run in a checks worker, a trusted process of their own, one
+  assert per unit, calling the candidate's functions through proxies into the
+  confined child (:mod:`arbiter.graders.sandbox.checks`,
+  :mod:`arbiter.graders.sandbox.checks_host`);
 * ``stdin_stdout``: each case runs the program in a fresh confined child and
   this side compares the output (exact, whitespace-insensitive, or with a float
   tolerance);
@@ -35,6 +36,7 @@ drives lives apart (:mod:`arbiter.graders.sandbox.checks`,
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import dataclasses
 import functools
@@ -66,8 +68,6 @@ from arbiter.graders.programs import (
 )
 from arbiter.graders.sandbox import (
     LAYERS,
-    Channel,
-    ChannelBroken,
     CheckPlan,
     CheckPlanError,
     Limits,
@@ -78,13 +78,14 @@ from arbiter.graders.sandbox import (
     UnitOutcome,
     plan_function_tests,
     require_layers,
-    run_plan,
 )
+from arbiter.graders.sandbox.checks_host import ChecksHost, ChecksReport, TrustedLimits
 from arbiter.graders.sandbox.pool import DEFAULT_LONG_AFTER_S, DEFAULT_WALL_FACTOR, REPORT_GRACE_S
 from arbiter.graders.sandbox.suite_host import SuiteHost
 from arbiter.graders.sandbox.suites import (
     declared_names,
     expected_test_ids,
+    suite_classes,
     tally,
     tampering_signals,
 )
@@ -190,6 +191,35 @@ class UnitTestsConfig(GraderConfig):
         ),
     )
 
+    max_result_bytes: int = Field(
+        default=32 << 20,
+        ge=64 << 10,
+        le=1 << 30,
+        description=(
+            "The largest result one call of the candidate's may send the tests (python_function "
+            "and pytest); a larger one fails its test with output_limit."
+        ),
+    )
+    trusted_cpu_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=600,
+        description=(
+            "CPU seconds the tests' own work may spend on one sample (python_function and "
+            "pytest): work a candidate's values cause past it (a huge range the test lists, "
+            "integers that hash alike) fails the rest of the tests as the candidate's timeout."
+        ),
+    )
+    trusted_memory_mb: int = Field(
+        default=2048,
+        ge=256,
+        le=1 << 16,
+        description=(
+            "Address space the tests' own work may use on one sample (python_function and "
+            "pytest); past it, a test fails with memory_limit."
+        ),
+    )
+
     language_limits: dict[str, LimitOverrides] = Field(
         default_factory=dict,
         description=(
@@ -225,6 +255,10 @@ class UnitTestsConfig(GraderConfig):
         if unknown:
             raise ValueError(f"unknown sandbox layers {unknown}; known: {', '.join(LAYERS)}")
         return value
+
+    def trusted_limits(self) -> TrustedLimits:
+        """Return what one sample's trusted side may spend."""
+        return TrustedLimits(cpu_s=self.trusted_cpu_s, memory_mb=self.trusted_memory_mb)
 
     def limits(self) -> Limits:
         """Return the sandbox limits for one run."""
@@ -288,9 +322,10 @@ def outputs_match(
 
     ``exact`` compares the text; ``whitespace`` compares the whitespace-split
     tokens; ``float`` does too, but a token with a decimal point or an exponent
-    matches within ``tolerance`` (absolute or relative), while two integer
-    tokens compare exactly (as integers: ``007`` is ``7``), so a wrong 33-digit
-    integer cannot pass as "close"; a number never matches a non-numeric token.
+    matches within ``tolerance`` (absolute or relative), while an expected
+    integer token must be answered by that very integer: ``007`` or ``7.0``
+    answer ``7``, but ``2.6525294e+32`` does not answer 30!'s 33 digits, which
+    it is "close" to; a number never matches a non-numeric token.
     """
     if mode == "exact":
         return actual == expected
@@ -302,8 +337,8 @@ def outputs_match(
             continue
         if not (_NUMBER.match(a) and _NUMBER.match(b)):
             return False
-        if _INTEGER.match(a) and _INTEGER.match(b):
-            if _integer_text(a) != _integer_text(b):
+        if _INTEGER.match(b):
+            if not _denotes_integer(a, _integer_text(b)):
                 return False
             continue
         x, y = float(a), float(b)
@@ -312,6 +347,40 @@ def outputs_match(
         if not math.isclose(x, y, rel_tol=tolerance, abs_tol=tolerance):
             return False
     return True
+
+
+def _denotes_integer(token: str, integer: str) -> bool:
+    """Whether a numeric token is exactly the integer whose canonical text is ``integer``.
+
+    Decided on the digits, never through ``float`` (which rounds a long integer
+    to something "close") nor ``int`` (which refuses text past 4,300 digits):
+    ``7``, ``+7``, ``007``, ``7.000`` and ``0.7e1`` are 7; ``7.5`` and ``7e-0.1``
+    are not. A token whose exponent would spell more digits than the integer
+    has is not it either, so ``1e999999999`` costs nothing to refuse.
+    """
+    text = token.lower()
+    if text.lstrip("+-") in ("inf", "nan"):
+        return False
+    negative = text.startswith("-")
+    body = text.lstrip("+-")
+    mantissa, _, exponent_text = body.partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    digits = (whole + fraction).lstrip("0")
+    want_negative = integer.startswith("-")
+    want = integer.lstrip("-")
+    if not digits:  # zero, however written
+        return want == "0"
+    if negative != want_negative:
+        return False
+    if len(exponent_text) > 12:
+        return False
+    exponent = int(exponent_text or "0") - len(fraction)
+    # digits * 10**exponent must be the integer: its digits, then |exponent| zeros.
+    significant = digits.rstrip("0")
+    exponent += len(digits) - len(significant)
+    if exponent < 0 or len(significant) + exponent != len(want):
+        return False
+    return want == significant + "0" * exponent
 
 
 def _integer_text(token: str) -> str:
@@ -370,6 +439,8 @@ def _cached_plan(
     setup_code: str | None,
     helpers: str | None,
     entry_point: str | None,
+    reference: str | None = None,
+    classes: tuple[str, ...] | None = None,
 ) -> CheckPlan:
     """Plan once per task: a GRPO group grades many responses against the same tests."""
     return plan_function_tests(
@@ -377,7 +448,14 @@ def _cached_plan(
         setup_code,
         helpers=helpers,
         entry_point=entry_point,
+        reference=reference,
+        classes=classes,
     )
+
+
+def _task_key(*parts: Any) -> str:
+    """A task's identity for the checks workers' plan caches."""
+    return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
 def _report_details(report: RunReport | None) -> dict[str, Any] | None:
@@ -426,10 +504,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
     )
     default_timeout_s: ClassVar[float] = 120.0
 
-    #: A grading still running this long past its runs' deadlines is stuck on the
-    #: trusted side: a task's tests computing without end on what the candidate
-    #: returned (``sum(range(candidate()))``), which no sandbox limit reaches.
-    #: A thread cannot be killed; readiness says so instead of staying silent.
+    #: A grading still running this long past its runs' deadlines is stuck: the
+    #: trusted side's work is bounded in its own processes (checks workers, suites),
+    #: so this is a fault of ours, and readiness says so instead of staying silent.
     stuck_after_s: ClassVar[float] = 60.0
 
     def __init__(self, pool: SandboxPool | None = None, suites: SuiteHost | None = None) -> None:
@@ -447,6 +524,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         self._keys = itertools.count()
         #: Toolchains, compiled artifacts and harnesses of the other languages.
         self.programs = Programs(lambda: self.pool)
+        #: The processes function tasks' tests run in (started with the pool).
+        self._checks: ChecksHost | None = None
 
     @property
     def pool(self) -> SandboxPool:
@@ -455,6 +534,15 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             if self._pool is None:
                 self._pool = SandboxPool()
             return self._pool
+
+    @property
+    def checks(self) -> ChecksHost:
+        """Return the checks workers (as many as the pool has places for runs)."""
+        pool = self.pool
+        with self._pool_lock:
+            if self._checks is None:
+                self._checks = ChecksHost(pool.capacity)
+            return self._checks
 
     async def readiness(self) -> str | None:
         """Report a sandbox pool whose zygotes died, or gradings stuck on the trusted side."""
@@ -467,14 +555,15 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             seconds, sample = max(stuck)
             return (
                 f"{len(stuck)} unit-test grading(s) still running past their deadline (the "
-                f"longest by {seconds:.0f} s, sample {sample!r}): a task's tests compute "
-                "without end on the trusted side"
+                f"longest by {seconds:.0f} s, sample {sample!r})"
             )
         return pool.health() if pool is not None else None
 
     async def warm(self) -> None:
         """Start the sandbox pool's fast-lane zygotes (and the pytest host) before any job."""
         await asyncio.to_thread(self.pool.start)
+        # One checks worker per fast place now, the rest as runs need them.
+        await asyncio.to_thread(self.checks.start, self.pool.size)
         # Every language's toolchain found and its shared libraries built (once per
         # host, on disk), so no grading pays for it.
         await asyncio.to_thread(self.programs.prepare_all)
@@ -486,6 +575,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         with self._pool_lock:
             if self._pool is not None:
                 self._pool.close()
+            if self._checks is not None:
+                self._checks.close()
+                self._checks = None
             if self._threads is not None:
                 self._threads.shutdown(wait=False)
                 self._threads = None
@@ -555,7 +647,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     compile(code, "solution.py", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError) as e:
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError) as e:
+            # RecursionError and MemoryError: code nested deeper than the compiler
+            # goes. The candidate's text caused it, so it is the candidate's fault,
+            # never a crash of ours (which would make the reward abstain).
             line = getattr(e, "lineno", None)
             return self._candidate_fault(
                 FailureKind.SYNTAX_ERROR, f"{type(e).__name__}: {e}", config, {"line": line}
@@ -664,36 +759,72 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 FailureKind.COLLECTION_ERROR, "python_function tests must be source text"
             )
         tests: str | list[str] = task.tests  # type: ignore[assignment]
+        key = tests if isinstance(tests, str) else tuple(tests)
+        classes = tuple(task.classes) if task.classes is not None else None
         try:
-            key = tests if isinstance(tests, str) else tuple(tests)
-            plan = _cached_plan(key, task.setup_code, helpers, task.entry_point)
+            plan = _cached_plan(
+                key, task.setup_code, helpers, task.entry_point, task.reference, classes
+            )
         except CheckPlanError as e:
             return self.failed(FailureKind.COLLECTION_ERROR, str(e))
         if plan.units == 0:
             return self.failed(FailureKind.COLLECTION_ERROR, "the tests contain no assert")
         limits = config.limits()
-        outcomes: list[UnitOutcome] = []
-        load_error: tuple[str, str] | None = None
+        request = {
+            "op": "grade",
+            "task": {
+                "key": _task_key(key, task.setup_code, helpers, task.entry_point, task.reference),
+                "tests": tests,
+                "setup_code": task.setup_code,
+                "helpers": helpers,
+                "entry_point": task.entry_point,
+                "reference": task.reference,
+                "classes": list(classes) if classes is not None else None,
+            },
+            "max_bytes": config.max_result_bytes,
+        }
+        # The worker is taken before the run starts: its start is ours, not the run's.
+        with (
+            self.checks.worker() as worker,
+            self.pool.function_run(code, limits, sorted(plan.declared)) as run,
+        ):
+            checks = worker.run(request, run.channel, run.deadline, config.trusted_limits())
+        if checks.plan_error is not None:
+            return self.failed(FailureKind.COLLECTION_ERROR, checks.plan_error)
+        return self._function_result(code, plan, checks, run.report, config)
+
+    def _function_result(
+        self,
+        code: str,
+        plan: CheckPlan,
+        checks: ChecksReport,
+        report: RunReport | None,
+        config: UnitTestsConfig,
+    ) -> GradeResult:
+        """Score what a checks worker concluded and what the sandbox saw of the run."""
+        outcomes = list(checks.outcomes)
+        load_error = checks.load_error
         violations: list[Violation] = []
-        with self.pool.function_run(code, limits, sorted(plan.declared)) as run:
-            cap = max(limits.max_output_bytes, 1 << 20)
-            channel = Channel(run.channel, run.deadline, max_bytes=cap)
-            try:
-                load = channel.load()
-            except ChannelBroken as e:
-                load_error = (e.reason, e.detail)
-            else:
-                if not load.ok:
-                    load_error = ("load_error", f"{load.error_type}: {load.error_message}")
+        if checks.trusted_limit is not None and load_error is None:
+            # The tests' own work on what the candidate returned ran past its bound:
+            # every unit not yet decided is the candidate's timeout.
+            why = {
+                "cpu": f"the tests' own work on the candidate's values ran past "
+                f"{config.trusted_cpu_s:g} s of CPU",
+                "deadline": "the tests' own work on the candidate's values ran past the "
+                "run's deadline",
+            }.get(checks.trusted_limit, "the tests' own work ran past its bound")
+            decided = collections.Counter((o.line, o.source) for o in outcomes)
+            for st in plan.statements:
+                if not st.is_unit:
+                    continue
+                if decided[(st.line, st.source)] > 0:
+                    decided[(st.line, st.source)] -= 1
                 else:
-                    try:
-                        outcomes = run_plan(plan, channel, load, task.entry_point)
-                    except CheckPlanError as e:
-                        return self.failed(FailureKind.COLLECTION_ERROR, str(e))
-            channel.check_quiet()
-            garbled = channel.broken is not None and channel.broken.reason == "garbled"
-            flags = channel.flags
-        report = run.report
+                    outcomes.append(UnitOutcome(st.line, st.source, "timeout", why))
+            violations.append(
+                Violation(type=ViolationType.RESOURCE_ABUSE, detail=why, source="sandbox")
+            )
         if report is not None and report.timed_out:
             # SIGXCPU, or the zygote's wall clock beat ours by a hair: the channel saw
             # the child exit, but what ended it was its time running out.
@@ -704,16 +835,14 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             if load_error is not None and load_error[0] == "exited":
                 load_error = ("timeout", load_error[1])
         violations += _observed(report, code)
-        if garbled:
+        if checks.broken == "garbled":
             violations += _channel_violations("garbled")
-        if any(o.outcome == "output_limit" for o in outcomes):
-            violations += _channel_violations("output_limit")
         exited = (load_error is not None and load_error[0] == "exited") or any(
             o.outcome == "exited" for o in outcomes
         )
         errors = [load_error[1] if load_error else "", *(o.error for o in outcomes)]
         violations += _early_exit(report, exited, errors)
-        deceptive = _always_equal(flags)
+        deceptive = _always_equal(checks.flags)
         violations += deceptive
         details: dict[str, Any] = {
             "kind": "python_function",
@@ -729,7 +858,12 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             return self.scored(0.0, details=details, violations=tuple(violations))
         passed = sum(o.passed for o in outcomes)
         total = len(outcomes)
+        if total == 0:
+            # The worker said nothing of any unit, yet nothing failed: not a verdict.
+            raise SandboxError("a checks worker reported no outcome")
         details.update(passed=passed, total=total, tests=[_outcome_dict(o) for o in outcomes])
+        if checks.trusted_limit is not None:
+            details["trusted_limit"] = checks.trusted_limit
         if deceptive:
             # A value built to pass comparisons says nothing honest about the code.
             details["passed"] = 0
@@ -1001,14 +1135,24 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             raise SandboxError("this pool was started without pytest support")
         limits = config.limits()
         declared = declared_names(sources, module)
+        shown = (task.reference,)
+        explicit = list(task.classes) if task.classes is not None else None
+        classes = suite_classes(sources, module, declared, shown, explicit)
         # Started before the run, whose clock must not count the host's start.
         self.suites.start()
         # The candidate loads in a confined child, as for a function task; the
         # tests run in the trusted pytest host against a proxy of its module.
         with self.pool.function_run(code, limits, declared) as run:
-            cap = max(limits.max_output_bytes, 1 << 20)
             suite = self.suites.run(
-                sources, module, run.channel, run.deadline, max_bytes=cap, declared=declared
+                sources,
+                module,
+                run.channel,
+                run.deadline,
+                max_bytes=config.max_result_bytes,
+                declared=declared,
+                classes=classes,
+                cpu_s=config.trusted_cpu_s,
+                memory_mb=config.trusted_memory_mb,
             )
         report = run.report
         broken = suite.broken
@@ -1029,6 +1173,14 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         ]
         deceptive = _always_equal(suite.flags)
         violations += deceptive
+        if suite.trusted_limit is not None:
+            why = (
+                f"the tests' own work on the candidate's values ran past "
+                f"{config.trusted_cpu_s:g} s of CPU"
+            )
+            violations.append(
+                Violation(type=ViolationType.RESOURCE_ABUSE, detail=why, source="sandbox")
+            )
         details: dict[str, Any] = {
             "kind": "pytest",
             "verdict": "trusted",
@@ -1051,7 +1203,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             details["failure_kind"] = _load_failure_kind(suite.load_error)
             details["passed"] = 0
             return self.scored(0.0, details=details, violations=tuple(violations))
-        if passed == 0 and (suite.timed_out or broken == "timeout"):
+        if suite.trusted_limit is not None:
+            details["trusted_limit"] = suite.trusted_limit
+        if passed == 0 and (suite.timed_out or broken == "timeout" or suite.trusted_limit):
             return self._candidate_fault(
                 FailureKind.TIMEOUT,
                 f"the suite ran past {config.timeout_s:g} s",
@@ -1062,9 +1216,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         if suite.collect_errors or suite.status in (2, 3, 4):
             errors = ", ".join(suite.collect_errors)[:300]
             message = f"pytest could not collect the tests (status {suite.status}): {errors}"
-            if suite.collects_without_candidate:
-                # They collect with placeholders in the candidate's place: its
-                # module is what broke them, so it passes nothing.
+            if suite.collects_without_candidate or suite.missing:
+                # They collect with placeholders in the candidate's place, or they
+                # import a name the candidate left out: its module is what broke
+                # them, so it passes nothing.
                 details.update(failure_kind="setup_error", message=message, passed=0)
                 return self.scored(0.0, details=details, violations=tuple(violations))
             return self.failed(
@@ -1100,13 +1255,14 @@ def _load_failure_kind(message: str) -> str:
 
 
 def _channel_violations(broken: str | None) -> list[Violation]:
-    """Name what a broken channel says of the candidate: forged frames, an oversized result."""
+    """Name what a broken channel says of the candidate: forged frames.
+
+    A result over the size cap fails its test (``output_limit``) and is no violation: an
+    honest answer may be large, and the cap is the rubric's to raise.
+    """
     if broken == "garbled":
         detail = "the run sent a message that does not follow the protocol"
         return [Violation(type=ViolationType.VERDICT_FORGERY, detail=detail, source="sandbox")]
-    if broken == "output_limit":
-        detail = "a result over the size cap"
-        return [Violation(type=ViolationType.RESOURCE_ABUSE, detail=detail, source="sandbox")]
     return []
 
 

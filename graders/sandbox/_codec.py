@@ -26,8 +26,14 @@ are JSON natives. Everything else is ``{tag: payload}``:
 ``dq``      collections.deque: ``[[items], maxlen]``
 ``dec``     decimal.Decimal: its text
 ``fr``      fractions.Fraction: ``[numerator, denominator]``
-``it``      an iterator the standard library built (a generator, ``map``, ...):
-            its items, consumed on the sending side; decoded as an iterator
+``it``      an iterator nested in a value (a generator in a list, ...): its
+            items, consumed on the sending side; decoded as an iterator
+``g``       a stream: an iterator a call returned, which stays in the sandbox
+            and is read as the tests consume it (see ``refs``)
+``nt``      a namedtuple: ``[type name, [field names], [items]]``
+``dc``      a dataclass instance: ``[type name, frozen, [[field, value], ...]]``
+``en``      a plain Enum member: ``[type name, member name, value]`` (an
+            ``IntEnum`` or ``StrEnum`` member crosses as its value)
 ``bt``      a builtin type by name (``int``, ``str``, ...), for tests passing types
 ``r``       a handle to an object that stays in the sandbox (see ``refs``)
 ``o``       an opaque handle: a value the trusted side may only pass back
@@ -41,11 +47,19 @@ sends; the sandbox sends back the new contents of those the candidate changed,
 and refers to them by number wherever a result holds them, so the test sees
 the candidate's mutations, and a returned argument is the very object it passed.
 
-The encoder accepts subclasses of the builtin types (``Counter``, a
-namedtuple, an ``int`` subclass) and sends their base-type data: a subclass's
-overridden ``__eq__`` is lost on the way, which is the point. Only the decoder
-has to be strict, and it is: it builds exact types and nothing else, within
-size limits (:data:`MAX_DEPTH`, :data:`MAX_INT_HEX_DIGITS`, :data:`MAX_ITEMS`).
+The encoder accepts subclasses of the builtin types (``Counter``, an ``int``
+subclass) and sends their base-type data: a subclass's overridden ``__eq__`` is
+lost on the way, which is the point. Three shapes keep their form, because
+tests read them by name (``r.lo``, ``p.x``, ``Color.RED``): namedtuples,
+dataclass instances and plain Enum members cross as their type's name, their
+field names and their fields' data, and the decoder rebuilds them from classes
+of its own (:class:`Shapes`): the trusted side's class of that name when it has
+one of the same shape (a dataclass the task's prompt defines), else a class the
+decoder makes (a real namedtuple; a dataclass with the same fields; an
+:class:`EnumValue`). No method of the candidate's class comes along. Only the
+decoder has to be strict, and it is: it builds exact types (and those shapes)
+and nothing else, within size limits (:data:`MAX_DEPTH`,
+:data:`MAX_INT_HEX_DIGITS`, :data:`MAX_ITEMS`, :data:`MAX_FIELDS`).
 
 Only this module's stdlib imports are used, so the sandbox side can use it
 after it has lost read access to the interpreter's files.
@@ -57,11 +71,15 @@ import base64
 import binascii
 import collections
 import decimal
+import enum
 import fractions
+import functools
 import itertools
 import json
 import json.encoder
+import keyword
 import math
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -69,6 +87,8 @@ from typing import Any
 __all__ = [
     "DecodeError",
     "EncodeError",
+    "EnumValue",
+    "Shapes",
     "Sharing",
     "decode",
     "decode_into",
@@ -84,6 +104,9 @@ MAX_DEPTH = 100
 MAX_INT_HEX_DIGITS = 1 << 18
 #: The most items an iterator may yield before it is refused (an endless generator).
 MAX_ITEMS = 1 << 20
+#: The most fields a namedtuple or dataclass may carry across, and the longest name.
+MAX_FIELDS = 256
+MAX_NAME = 200
 #: Ints from here on cross as hex text: JSON readers lose precision past 2**53,
 #: and Python's own refuse decimal text past 4,300 digits.
 _BIG = 1 << 63
@@ -207,6 +230,37 @@ class _Encoder:
             return {"s": [self.value(v, d) for v in value]}
         return {"ba": base64.b64encode(bytes(value)).decode("ascii")}
 
+    def shape(self, value: Any, t: type, d: int) -> Any:
+        """Encode a plain Enum member, a dataclass instance or a namedtuple; None for others."""
+        if isinstance(value, enum.Enum):
+            if isinstance(value, (int, float, str, bytes)):
+                return None  # IntEnum, StrEnum, IntFlag: their value is what they are
+            return {"en": [_name(t.__name__), _name(value._name_), self.value(value._value_, d)]}
+        dataclasses = sys.modules.get("dataclasses")
+        if (
+            dataclasses is not None
+            and type(getattr(t, "__dataclass_fields__", None)) is dict
+            and not isinstance(value, type)
+        ):
+            names = [_name(f.name) for f in dataclasses.fields(value)]
+            if len(names) > MAX_FIELDS:
+                raise EncodeError(f"a dataclass of {len(names)} fields is too large to cross")
+            params = getattr(t, "__dataclass_params__", None)
+            frozen = bool(getattr(params, "frozen", False))
+            pairs = [[n, self.value(getattr(value, n), d)] for n in names]
+            return {"dc": [_name(t.__name__), frozen, pairs]}
+        if isinstance(value, tuple) and t is not tuple:
+            fields: Any = getattr(t, "_fields", None)
+            if (
+                type(fields) is tuple
+                and len(fields) == tuple.__len__(value)
+                and len(fields) <= MAX_FIELDS
+                and all(type(f) is str for f in fields)
+            ):
+                items = [self.value(v, d) for v in tuple.__iter__(value)]
+                return {"nt": [_name(t.__name__), [_name(f) for f in fields], items]}
+        return None
+
     def value(self, value: Any, depth: int) -> Any:
         """Encode ``value`` at nesting level ``depth``."""
         if depth > MAX_DEPTH:
@@ -228,6 +282,10 @@ class _Encoder:
                 return {"m": [sharing.add(value), self.contents(value, d)]}
         if self.inspect is not None and t not in _EXACT_CONTAINERS:
             self.inspect(value)
+        if t not in _EXACT_CONTAINERS:
+            shaped = self.shape(value, t, d)
+            if shaped is not None:
+                return shaped
         # Exact types first (the common case), then subclasses as their base type.
         if isinstance(value, bool):
             return bool(value)
@@ -307,6 +365,13 @@ def encode_contents(
     return _Encoder(refs, inspect, sharing).contents(value, 1)
 
 
+def _name(text: Any) -> str:
+    """Return a type's or a field's name as plain text, or refuse it."""
+    if not isinstance(text, str) or not 0 < str.__len__(text) <= MAX_NAME:
+        raise EncodeError("a shape's names must be text of 1 to 200 characters")
+    return str.__str__(text)
+
+
 _EXACT_CONTAINERS = frozenset({list, tuple, set, frozenset, dict, bytes, bytearray, complex})
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 _BUILTIN_TYPES: dict[str, type] = {
@@ -336,14 +401,174 @@ def _hex_int(payload: Any) -> int:
 _HEX = frozenset("0123456789abcdef")
 
 
+class EnumValue:
+    """A plain Enum member whose class the decoding side does not have.
+
+    It equals the same member (by its class's name and its own), and shows its
+    ``name`` and ``value``; nothing of the candidate's class comes with it.
+    """
+
+    __slots__ = ("cls_name", "name", "value")
+    cls_name: str
+    name: str
+    value: Any
+
+    def __init__(self, cls_name: str, name: str, value: Any) -> None:
+        object.__setattr__(self, "cls_name", cls_name)
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("an Enum member cannot be changed")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is EnumValue:
+            return (self.cls_name, self.name) == (other.cls_name, other.name)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.cls_name, self.name))
+
+    def __repr__(self) -> str:
+        return f"<{self.cls_name}.{self.name}: {self.value!r}>"
+
+    def __str__(self) -> str:
+        return f"{self.cls_name}.{self.name}"
+
+
+def _identifier(name: str) -> bool:
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+@functools.lru_cache(maxsize=1024)
+def _made_namedtuple(name: str, fields: tuple[str, ...]) -> type:
+    """A namedtuple class of this shape, made here once."""
+    typename = name if _identifier(name) and not name.startswith("_") else "namedtuple"
+    try:
+        return collections.namedtuple(typename, fields, rename=True)
+    except (ValueError, TypeError) as e:
+        raise DecodeError(f"bad namedtuple fields: {e}") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _made_dataclass(name: str, fields: tuple[str, ...], frozen: bool) -> type:
+    """A dataclass of this shape (same name, fields and frozenness), made here once."""
+    dataclasses = sys.modules.get("dataclasses")
+    if dataclasses is None:  # a confined run cannot import what it has not loaded
+        raise DecodeError("a dataclass where none can be made")
+    if len(set(fields)) != len(fields) or not all(
+        _identifier(f) and not f.startswith("__") for f in fields
+    ):
+        raise DecodeError("bad dataclass fields")
+    made: type = dataclasses.make_dataclass(
+        name if _identifier(name) else "dataclass", fields, frozen=frozen
+    )
+    return made
+
+
+class Shapes:
+    """The classes that decoded shapes (namedtuples, dataclasses, Enum members) become.
+
+    ``known`` maps names to the decoding side's own classes (a task's prompt
+    defines a dataclass; the candidate's module defines its copy of it): a
+    shape whose type has that name and the same fields becomes an instance of
+    that class, built field by field, never through its ``__init__``. Any other
+    becomes an instance of a class made here with the same name and fields.
+    """
+
+    def __init__(self, known: Any = None) -> None:
+        self.known = known if known is not None else {}
+
+    def _known(self, name: str) -> Any:
+        try:
+            return self.known.get(name)
+        except Exception:
+            return None
+
+    def namedtuple(self, name: str, fields: tuple[str, ...]) -> type:
+        """Return the namedtuple class for this shape."""
+        cls = self._known(name)
+        if (
+            isinstance(cls, type)
+            and issubclass(cls, tuple)
+            and cls.__dict__.get("_fields") == fields
+        ):
+            return cls
+        return _made_namedtuple(name, fields)
+
+    def dataclass(self, name: str, fields: tuple[str, ...], frozen: bool) -> type:
+        """Return the dataclass for this shape."""
+        cls = self._known(name)
+        own = getattr(cls, "__dataclass_fields__", None) if isinstance(cls, type) else None
+        if type(own) is dict and tuple(own) == fields:
+            return cls  # type: ignore[no-any-return]
+        return _made_dataclass(name, fields, frozen)
+
+    def enum_member(self, name: str, member: str, value: Any) -> Any:
+        """Return the Enum member for this shape."""
+        cls = self._known(name)
+        if isinstance(cls, enum.EnumMeta) and member in cls.__members__:
+            return cls.__members__[member]
+        return EnumValue(name, member, value)
+
+
+_NO_SHAPES = Shapes()
+
+
 class _Decoder:
-    """One decoding pass, with the handle resolver and the shared containers."""
+    """One decoding pass, with the handle resolver, the shared containers and the shapes."""
 
-    __slots__ = ("refs", "shared")
+    __slots__ = ("refs", "shapes", "shared")
 
-    def __init__(self, refs: Callable[[Any], Any] | None, shared: Sharing | None) -> None:
+    def __init__(
+        self,
+        refs: Callable[[Any], Any] | None,
+        shared: Sharing | None,
+        shapes: Shapes | None = None,
+    ) -> None:
         self.refs = refs
         self.shared = shared
+        self.shapes = shapes if shapes is not None else _NO_SHAPES
+
+    def names(self, payload: Any) -> tuple[str, ...]:
+        if (
+            type(payload) is not list
+            or len(payload) > MAX_FIELDS
+            or not all(type(n) is str and 0 < len(n) <= MAX_NAME for n in payload)
+        ):
+            raise DecodeError("a shape's field names are not a list of names")
+        return tuple(payload)
+
+    def shaped(self, tag: str, payload: Any, depth: int) -> Any:
+        """Rebuild a namedtuple (``nt``), a dataclass (``dc``) or an Enum member (``en``)."""
+        if type(payload) is not list or len(payload) != 3:
+            raise DecodeError(f"a {tag!r} payload is not a list of three")
+        name = payload[0]
+        if type(name) is not str or not 0 < len(name) <= MAX_NAME:
+            raise DecodeError("a shape's type name is not a name")
+        if tag == "nt":
+            fields = self.names(payload[1])
+            items = self.items(payload[2], depth)
+            if len(items) != len(fields):
+                raise DecodeError("a namedtuple's items do not match its fields")
+            return self.shapes.namedtuple(name, fields)._make(items)  # type: ignore[attr-defined]
+        if tag == "dc":
+            frozen, pairs = payload[1], payload[2]
+            if type(frozen) is not bool or type(pairs) is not list:
+                raise DecodeError("a dataclass payload is not [name, frozen, fields]")
+            if not all(type(p) is list and len(p) == 2 for p in pairs):
+                raise DecodeError("a dataclass field is not a [name, value] pair")
+            fields = self.names([p[0] for p in pairs])
+            values = [self.value(p[1], depth + 1) for p in pairs]
+            cls = self.shapes.dataclass(name, fields, frozen)
+            made: Any = object.__new__(cls)
+            for field_name, field_value in zip(fields, values, strict=True):
+                object.__setattr__(made, field_name, field_value)
+            return made
+        member = payload[1]
+        if type(member) is not str or not 0 < len(member) <= MAX_NAME:
+            raise DecodeError("an Enum member's name is not a name")
+        return self.shapes.enum_member(name, member, self.value(payload[2], depth + 1))
 
     def items(self, payload: Any, depth: int) -> list[Any]:
         if type(payload) is not list:
@@ -405,6 +630,8 @@ class _Decoder:
                 return collections.deque(self.items(payload[0], depth), maxlen)
             if tag == "m":
                 return self.shared_new(payload, depth)
+            if tag in ("nt", "dc", "en"):
+                return self.shaped(tag, payload, depth)
         except TypeError as e:  # an unhashable set member or dict key
             raise DecodeError(str(e)) from None
         return self.scalar(tag, payload, depth)
@@ -438,10 +665,10 @@ class _Decoder:
             return _NONFINITE[payload]
         if tag == "i":
             return _hex_int(payload)
-        if tag in ("r", "o"):
+        if tag in ("r", "o", "g"):
             if self.refs is None or type(payload) is not int:
                 raise DecodeError("unexpected object handle")
-            return self.refs((tag, payload)) if tag == "o" else self.refs(payload)
+            return self.refs(payload) if tag == "r" else self.refs((tag, payload))
         if tag == "ma":
             shared = self.shared
             if shared is None or type(payload) is not int or not 0 <= payload < len(shared.objects):
@@ -487,23 +714,29 @@ def decode(
     depth: int = 0,
     refs: Callable[[Any], Any] | None = None,
     shared: Sharing | None = None,
+    shapes: Shapes | None = None,
 ) -> Any:
     """Rebuild a value from :func:`encode`'s output; anything else raises :class:`DecodeError`.
 
     ``refs`` turns a handle back into what it stands for: it gets the int of an
-    ``r`` handle, or the pair ``("o", n)`` for an opaque one; without it a
-    handle is a DecodeError. ``shared`` resolves shared containers (``m``,
-    ``ma``; see :class:`Sharing`).
+    ``r`` handle, or the pair ``("o", n)`` for an opaque one (``("g", n)`` for
+    a stream); without it a handle is a DecodeError. ``shared`` resolves
+    shared containers (``m``, ``ma``; see :class:`Sharing`); ``shapes`` says
+    which classes namedtuples, dataclasses and Enum members become.
     """
-    return _Decoder(refs, shared).value(data, depth)
+    return _Decoder(refs, shared, shapes).value(data, depth)
 
 
 def decode_into(
-    target: Any, data: Any, shared: Sharing, refs: Callable[[Any], Any] | None = None
+    target: Any,
+    data: Any,
+    shared: Sharing,
+    refs: Callable[[Any], Any] | None = None,
+    shapes: Shapes | None = None,
 ) -> None:
     """Replace the contents of the shared container ``target`` with decoded ``data``, in place."""
     fresh = type(target)()
-    _Decoder(refs, shared).fill(fresh, data, 1)
+    _Decoder(refs, shared, shapes).fill(fresh, data, 1)
     if type(target) is dict or type(target) is set:
         target.clear()
         target.update(fresh)

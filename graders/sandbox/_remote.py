@@ -6,32 +6,42 @@ objects it keeps for the trusted side (handles), and answers with data:
 ==========  ==========================================================
 ``call``    call the candidate's global ``fn`` (a declared name)
 ``do``      ``what`` on ``target`` (a handle) or on the module:
-            ``global`` (read a declared global), ``getattr``, ``setattr``,
-            ``call``, ``iter``, ``next``, ``len``, ``getitem``, ``setitem``,
-            ``delitem``, ``contains``, ``str``
+            ``global`` (read a global), ``getattr``, ``setattr``,
+            ``delattr``, ``call``, ``iter``, ``next``, ``len``,
+            ``getitem``, ``setitem``, ``delitem``, ``contains``, ``str``,
+            ``take`` (the next items of a stream)
 ==========  ==========================================================
 
 **Declared names.** The trusted side says which of the module's names the task
-uses (its entry point, what its tests import); nothing else of the module is
-reported or reachable. **Handles.** A result that is not data stays here. It
-crosses as a usable object (``r``) only if it is a declared class, an instance
-of one, or a method read from such an object: the API the tests themselves
-name. Anything else crosses as an opaque handle (``o``), which the trusted
-side can only pass back: a returned object cannot answer ``in``, ``len``,
-``str``, iteration or a method call for a value that should have been data.
-**Arguments.** A call's arguments arrive with their mutable containers
-numbered (:class:`~arbiter.graders.sandbox._codec.Sharing`); the reply sends the new
-contents of those the call changed, so the test sees the candidate's
-mutations. **Exceptions** are named by identity: the nearest class in the
-exception's real MRO that *is* a builtin exception (or a declared exception
-class), never by what a class calls itself.
+uses (its entry point, what its tests import); only those are reported at
+load, with their kind and docstring. **Handles.** A result that is not data
+stays here, kept under a number; what the trusted side may ask of it is the
+trusted side's decision alone, made from what it asked for (a class it
+constructs, a method it reads), never from anything this side says: this
+module runs in the candidate's process, and the candidate can rewrite it. A
+call asked ``as: handle`` (the trusted side constructing a declared class)
+keeps its result even when it has an encoding. An iterator a request returns
+(a generator, ``map``, an object with ``__next__``) is kept as a *stream*
+(``g``): the trusted side reads it with ``take`` as the tests consume it, so
+an endless generator or one that raises on its first item behaves as it would
+in one process. **Arguments.** A call's arguments arrive with their mutable
+containers numbered (:class:`~arbiter.graders.sandbox._codec.Sharing`); the
+reply sends the new contents of those the call changed (compared as encoded
+text, so ``1`` turned into ``True`` is a change), so the test sees the
+candidate's mutations. **Exceptions** are named by identity: the nearest class
+in the exception's real MRO that *is* a builtin exception (or a declared
+exception class), never by what a class calls itself. An exception raised
+while a result is being encoded (a generator nested in a list that raises) is
+the candidate's exception, and crosses as such. **Warnings** the candidate
+emits during a request are recorded (by category, by identity) and sent with
+the reply, so that the trusted side can re-emit them where the test's
+``pytest.warns`` or ``warnings.catch_warnings`` is listening.
 
 Every reply may carry ``flags``: evidence that a value on its way out was
 built to deceive a comparison (a subclass of ``int`` whose ``__eq__`` is its
 own, an object equal to one it has never seen). The verdict never depends on
 them (the trusted side compares decoded data only); they let the grader name
-the attempt. This module runs in the candidate's process, so a candidate can
-silence it, never forge a pass.
+the attempt. A candidate can silence them, never forge a pass.
 
 Only the standard library and :mod:`arbiter.graders.sandbox._codec` are used: the
 template loads this module before it confines itself, and never ``ctypes``.
@@ -43,7 +53,9 @@ import builtins
 import contextlib
 import operator
 import sys
+import time
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -64,6 +76,7 @@ _SPECIAL: dict[str, Callable[..., Any]] = {
     "call": lambda target, *args, **kwargs: target(*args, **kwargs),
     "getattr": getattr,
     "setattr": setattr,
+    "delattr": delattr,
     "iter": iter,
     "next": next,
     "len": len,
@@ -73,6 +86,14 @@ _SPECIAL: dict[str, Callable[..., Any]] = {
     "contains": operator.contains,
     "str": str,
 }
+
+#: The most items one ``take`` returns, and how long it may spend producing them
+#: before it answers with fewer (a stream is read as the tests consume it).
+MAX_TAKE = 4096
+TAKE_BUDGET_S = 0.02
+#: Warnings sent back per reply, and the longest docstring reported per name.
+MAX_WARNINGS = 16
+MAX_DOC = 4000
 
 _MRO = type.__dict__["__mro__"]
 _NAME = type.__dict__["__name__"]
@@ -172,10 +193,72 @@ def _error(e: BaseException, declared: dict[type, str]) -> dict[str, Any]:
     }
 
 
+def _uncrossable(e: BaseException) -> dict[str, Any]:
+    return {"type": "Uncrossable", "message": _text(e), "builtin": None, "declared": None}
+
+
 def load_failure(e: BaseException) -> dict[str, Any]:
     """Return the load report of a module whose code raised ``e``."""
     failure = _error(e, {})
     return {"ready": False, **failure}
+
+
+def _is_stream(value: Any) -> bool:
+    """Whether a result is an iterator to be read as the tests consume it (by its type's MRO)."""
+    kind = type(value)
+    if codec._is_iterator(kind):
+        return True
+    found = {
+        name for k in _MRO.__get__(kind) for name in ("__next__", "__iter__") if name in k.__dict__
+    }
+    return len(found) == 2 and kind not in _EXACT
+
+
+def _doc(value: Any) -> str | None:
+    try:
+        doc = value.__doc__
+    except BaseException:
+        return None
+    return str.__str__(doc)[:MAX_DOC] if isinstance(doc, str) else None
+
+
+class _Warnings:
+    """The warnings one request emits, recorded by category (by identity) to send back."""
+
+    def __init__(self, declared: dict[type, str]) -> None:
+        self.declared = declared
+        self._catcher = warnings.catch_warnings(record=True)
+        self._log: list[Any] = []
+
+    def __enter__(self) -> _Warnings:
+        self._log = self._catcher.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with contextlib.suppress(BaseException):
+            self._catcher.__exit__(*exc)
+
+    def sent(self) -> list[list[Any]]:
+        """Return ``[builtin category, declared category, message]`` per warning (the first few)."""
+        out = []
+        for record in self._log[:MAX_WARNINGS]:
+            category: Any = getattr(record, "category", None)
+            if not (issubclass(type(category), type) and issubclass(category, Warning)):
+                continue
+            builtin = next(
+                (
+                    _NAME.__get__(k)
+                    for k in _MRO.__get__(category)
+                    if getattr(builtins, _NAME.__get__(k), None) is k
+                ),
+                "Warning",
+            )
+            mine = next(
+                (self.declared[k] for k in _MRO.__get__(category) if k in self.declared), None
+            )
+            out.append([builtin, mine, _text(getattr(record, "message", ""))])
+        return out
 
 
 class Session:
@@ -185,18 +268,16 @@ class Session:
         self.namespace = namespace
         #: The declared names the module defines, and their values at load time.
         self.names: dict[str, Any] = {n: namespace[n] for n in declared if n in namespace}
-        self.classes: dict[type, str] = {}
         self.exceptions: dict[type, str] = {}
         for name, value in self.names.items():
-            if issubclass(type(value), type):
-                self.classes.setdefault(value, name)
-                if issubclass(value, BaseException):
-                    self.exceptions.setdefault(value, name)
-        self._declared_ids = {id(v) for v in self.names.values()}
-        self._class_ids = {id(c) for c in self.classes}
-        #: Objects kept here, and whether each is usable (``r``) or opaque (``o``).
+            if issubclass(type(value), type) and issubclass(value, BaseException):
+                self.exceptions.setdefault(value, name)
+        #: Objects kept here, by number: what the trusted side may ask of each
+        #: is decided over there.
         self.kept: list[Any] = []
-        self.usable: list[bool] = []
+        self._numbers: dict[int, int] = {}
+        #: Arguments become the candidate's own classes of a shape's name.
+        self.shapes = codec.Shapes(namespace)
 
     def _kind(self, value: Any) -> str:
         """Say what a declared global is, for the trusted side's stand-in."""
@@ -210,30 +291,23 @@ class Session:
         return "callable" if callable(value) else "value"
 
     def ready(self) -> dict[str, Any]:
-        """Return the load report: the declared names defined, each with its kind."""
-        return {"ready": True, "names": [[n, self._kind(v)] for n, v in self.names.items()]}
-
-    def _is_usable(self, value: Any) -> bool:
-        """Whether a value is part of the API the tests name.
-
-        A declared global itself, an instance of a declared class, or a method
-        read from one. By identity only (``id`` and ``type()``): an object may
-        lie about its ``__class__``, its hash and its equality.
-        """
-        if id(value) in self._declared_ids:
-            return True
-        kind = type(value)
-        if id(kind) in self._class_ids:
-            return True
-        if kind is types.MethodType or kind is types.BuiltinMethodType:
-            return id(type(value.__self__)) in self._class_ids
-        return False
+        """Return the load report: the declared names defined, each with its kind and docstring."""
+        names = []
+        for name, value in self.names.items():
+            kind = self._kind(value)
+            doc = _doc(value) if kind in ("class", "callable") else None
+            names.append([name, kind] if doc is None else [name, kind, doc])
+        return {"ready": True, "names": names}
 
     def _keep(self, value: Any) -> tuple[str, int]:
-        usable = self._is_usable(value)
-        self.kept.append(value)
-        self.usable.append(usable)
-        return ("r" if usable else "o", len(self.kept) - 1)
+        # One number per object (they stay alive here, so their ids stay theirs):
+        # an object the tests constructed comes back under its own number.
+        number = self._numbers.get(id(value))
+        if number is None:
+            number = len(self.kept)
+            self.kept.append(value)
+            self._numbers[id(value)] = number
+        return ("r", number)
 
     def _handle(self, ref: Any) -> Any:
         n = ref[1] if type(ref) is tuple else ref
@@ -241,48 +315,119 @@ class Session:
             raise LookupError(f"no object #{n} in the sandbox")
         return self.kept[n]
 
-    def _target(self, n: Any) -> Any:
-        if type(n) is not int or not 0 <= n < len(self.kept):
-            raise LookupError(f"no object #{n} in the sandbox")
-        if not self.usable[n]:
-            raise TypeError("an opaque value answers no question")
-        return self.kept[n]
+    def _global(self, name: Any) -> Any:
+        """Return a global: a declared one as loaded, any other plain name as it is now."""
+        if type(name) is not str:
+            raise KeyError(name)
+        if name in self.names:
+            return self.names[name]
+        if name.isidentifier() and not name.startswith("__") and name in self.namespace:
+            return self.namespace[name]
+        raise KeyError(name)
 
     def _perform(self, request: dict[str, Any], shared: codec.Sharing) -> Any:
-        args = codec.decode(request["args"], refs=self._handle, shared=shared)
-        kwargs = codec.decode(request["kwargs"], refs=self._handle, shared=shared)
+        args = codec.decode(request["args"], refs=self._handle, shared=shared, shapes=self.shapes)
+        kwargs = codec.decode(
+            request["kwargs"], refs=self._handle, shared=shared, shapes=self.shapes
+        )
         if type(args) is not list or type(kwargs) is not dict:
             raise TypeError("malformed arguments")
         if request["op"] == "call":
             return self.names[request["fn"]](*args, **kwargs)
         what = request["what"]
         if what == "global":
-            return self.names[request["name"]]
-        return _SPECIAL[what](self._target(request["target"]), *args, **kwargs)
+            return self._global(request["name"])
+        return _SPECIAL[what](self._handle(request["target"]), *args, **kwargs)
 
     def reply(self, request: dict[str, Any]) -> dict[str, Any]:
         """Perform one request; return the reply frame (the result, or the error it raised)."""
         call_id = request.get("id")
         nonce = request.get("nonce")
+        out: dict[str, Any] = {"id": call_id, "nonce": nonce}
+        with _Warnings(self.exceptions) as caught:
+            if request.get("what") == "take":
+                self._take(request, out)
+            else:
+                self._answer(request, out)
+        emitted = caught.sent()
+        if emitted:
+            out["warn"] = emitted
+        return out
+
+    def _answer(self, request: dict[str, Any], out: dict[str, Any]) -> None:
         shared = codec.Sharing(grow=True)
         try:
             value = self._perform(request, shared)
         except BaseException as e:
-            return {"id": call_id, "nonce": nonce, "err": _error(e, self.exceptions)}
+            out["err"] = _error(e, self.exceptions)
+            return
         inspector = _Inspector()
-        out: dict[str, Any] = {"id": call_id, "nonce": nonce}
         try:
             received = codec.Sharing(shared.objects, grow=False)
-            out["ok"] = codec.encode(value, refs=self._keep, inspect=inspector, sharing=received)
+            if request.get("as") == "handle" and type(value) not in _SCALARS:
+                out["ok"] = {"r": self._keep(value)[1]}
+            elif _is_stream(value):
+                inspector(value)  # a stream is read item by item; the evidence is now
+                out["ok"] = {"g": self._keep(value)[1]}
+            else:
+                out["ok"] = codec.encode(
+                    value, refs=self._keep, inspect=inspector, sharing=received
+                )
             changed = self._changed(request, received, inspector)
-        except BaseException as e:  # a hostile object can break encoding in any way
-            error = {"type": "Uncrossable", "message": _text(e), "builtin": None, "declared": None}
-            return {"id": call_id, "nonce": nonce, "err": error}
+        except codec.EncodeError as e:
+            out.pop("ok", None)
+            out["err"] = _uncrossable(e)
+            return
+        except BaseException as e:
+            # Raised by the candidate's own code while its result was read (a
+            # nested generator, a property): its exception, as if raised in the call.
+            out.pop("ok", None)
+            out["err"] = _error(e, self.exceptions)
+            return
         if changed:
             out["after"] = changed
         if inspector.flags:
             out["flags"] = inspector.flags
-        return out
+
+    def _take(self, request: dict[str, Any], out: dict[str, Any]) -> None:
+        """Answer the next items of a stream: up to the count asked, fewer if they come slowly."""
+        try:
+            stream = self._handle(request.get("target"))
+            args = codec.decode(request["args"], shared=codec.Sharing(grow=True))
+            count = args[0] if type(args) is list and len(args) == 1 else None
+            if type(count) is not int or not 0 < count <= MAX_TAKE:
+                raise ValueError("take needs a count")
+        except BaseException as e:
+            out["err"] = _error(e, self.exceptions)
+            return
+        inspector = _Inspector()
+        items: list[Any] = []
+        end: Any = None
+        started = time.perf_counter()
+        while len(items) < count:
+            try:
+                item = next(stream)
+            except StopIteration:
+                end = "stop"
+                break
+            except BaseException as e:
+                end = _error(e, self.exceptions)
+                break
+            try:
+                items.append(codec.encode(item, refs=self._keep, inspect=inspector))
+            except codec.EncodeError as e:
+                end = _uncrossable(e)
+                break
+            except BaseException as e:
+                end = _error(e, self.exceptions)
+                break
+            if time.perf_counter() - started > TAKE_BUDGET_S:
+                break
+        out["ok"] = {"l": items}
+        if end is not None:
+            out["end"] = end
+        if inspector.flags:
+            out["flags"] = inspector.flags
 
     def _changed(
         self, request: dict[str, Any], received: codec.Sharing, inspector: _Inspector
@@ -305,9 +450,15 @@ class Session:
         out = []
         for n, obj in enumerate(received.objects):
             now = codec.encode_contents(obj, received, refs=self._keep, inspect=inspector)
-            if now != _aliased(before.get(n)):
+            # As text, not with ==: [0, 1] turned into [False, True] is a change.
+            if codec.dumps(now) != codec.dumps(_aliased(before.get(n))):
                 out.append([n, now])
         return out
+
+
+#: Results sent as data even when the trusted side asked to keep a handle: a
+#: constructor that returns builtin data (or a function taken for a class) returns data.
+_SCALARS = _EXACT
 
 
 def _aliased(contents: Any) -> Any:

@@ -81,11 +81,30 @@ def _set_limits(limits: dict[str, Any]) -> None:
         resource.setrlimit(which, value)
 
 
+def _module(name: str) -> dict[str, Any]:
+    """Return the namespace of a fresh module registered under ``name``.
+
+    Registered, because library code looks a class's module up by name
+    (``dataclasses`` resolving string annotations, ``typing.get_type_hints``,
+    ``pickle``): a namespace no module holds made an honest ``@dataclass`` fail.
+    """
+    module = types.ModuleType(name)
+    module.__dict__["__builtins__"] = __builtins__
+    sys.modules[name] = module
+    return module.__dict__
+
+
+def _compiled(code: str) -> types.CodeType:
+    # dont_inherit: this module's own ``from __future__ import annotations`` must
+    # not become the candidate's (its annotations would turn into strings).
+    return compile(code, "solution.py", "exec", dont_inherit=True)
+
+
 def _serve_function(code: str, declared: list[str], chan: socket.socket) -> int:
     """Load the candidate module and answer calls until the trusted side hangs up."""
-    namespace: dict[str, Any] = {"__name__": "__candidate__", "__builtins__": __builtins__}
+    namespace = _module("__candidate__")
     try:
-        exec(compile(code, "solution.py", "exec"), namespace)
+        exec(_compiled(code), namespace)
     except BaseException as e:
         send_frame(chan, _remote.load_failure(e))
         return 1
@@ -102,10 +121,10 @@ def _serve_function(code: str, declared: list[str], chan: socket.socket) -> int:
 
 def _run_script(code: str) -> int:
     """Run the candidate as ``__main__`` on the stdin/stdout the template wired up."""
-    namespace: dict[str, Any] = {"__name__": "__main__", "__builtins__": __builtins__}
+    namespace = _module("__main__")
     status = 0
     try:
-        exec(compile(code, "solution.py", "exec"), namespace)
+        exec(_compiled(code), namespace)
     except SystemExit as e:
         status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException:

@@ -24,10 +24,13 @@ import importlib
 import sys
 import textwrap
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType, ModuleType
 from typing import Any, Literal
 
+from arbiter.graders.sandbox import _codec as codec
+from arbiter.graders.sandbox.classes import class_names
 from arbiter.graders.sandbox.proxy import (
     CandidateError,
     CandidateFunction,
@@ -35,10 +38,18 @@ from arbiter.graders.sandbox.proxy import (
     ChannelBroken,
     LoadResult,
     Uncrossable,
+    candidate_exception_class,
 )
 from arbiter.graders.sandbox.syntax import parse_module
 
-__all__ = ["CheckPlan", "CheckPlanError", "UnitOutcome", "plan_function_tests", "run_plan"]
+__all__ = [
+    "CheckPlan",
+    "CheckPlanError",
+    "TrustedLimit",
+    "UnitOutcome",
+    "plan_function_tests",
+    "run_plan",
+]
 
 Outcome = Literal[
     "passed",
@@ -56,6 +67,13 @@ Outcome = Literal[
 
 class CheckPlanError(ValueError):
     """The task's tests themselves cannot be parsed: the task is broken, not the candidate."""
+
+
+class TrustedLimit(BaseException):
+    """The tests' own work ran past the CPU it is given (the worker's timer raised it).
+
+    A BaseException, so that no test's ``except`` catches it: the plan stops.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +101,9 @@ class Statement:
     calls: bool = True
     #: Names the statement binds (a later call to one of them may mean something else).
     binds: frozenset[str] = frozenset()
+    #: Names the statement reads (a setup failure reading a name the candidate left
+    #: out is the candidate's).
+    reads: frozenset[str] = frozenset()
     ahead: AheadCall | None = None
 
 
@@ -103,6 +124,8 @@ class CheckPlan:
     declared: frozenset[str] = frozenset()
     #: Free names that are standard modules: the trusted side imports its own.
     modules: frozenset[str] = frozenset()
+    #: The declared names the tests use as classes (see graders.sandbox.classes).
+    classes: frozenset[str] = frozenset()
 
     @property
     def units(self) -> int:
@@ -241,6 +264,7 @@ def _compile(
                 as_units and bool(own.asserts),
                 calls=own.calls,
                 binds=frozenset(own.bound),
+                reads=frozenset(own.loaded),
                 ahead=_ahead_call(stmt),
             )
         )
@@ -280,13 +304,19 @@ def plan_function_tests(
     *,
     helpers: str | None = None,
     entry_point: str | None = None,
+    reference: str | None = None,
+    classes: list[str] | tuple[str, ...] | None = None,
 ) -> CheckPlan:
-    """Split the tests into setup and per-assert units (see :func:`_plan`)."""
+    """Split the tests into setup and per-assert units (see :func:`_plan`).
+
+    ``reference`` (the task's solution, if it has one) and ``classes`` (the
+    task's own list) only say which declared names are classes.
+    """
     with warnings.catch_warnings():
         # Dataset tests carry invalid escapes ("\w") that Python only warns about.
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", SyntaxWarning)
-        return _plan(tests, setup_code, helpers, entry_point)
+        return _plan(tests, setup_code, helpers, entry_point, reference, classes)
 
 
 #: Top-level statements of a prompt's code that are the task's helpers.
@@ -326,7 +356,12 @@ def _helper_tree(code: str | None) -> list[ast.stmt]:
 
 
 def _plan(
-    tests: str | list[str], setup_code: str | None, helpers: str | None, entry_point: str | None
+    tests: str | list[str],
+    setup_code: str | None,
+    helpers: str | None,
+    entry_point: str | None,
+    reference: str | None = None,
+    classes: list[str] | tuple[str, ...] | None = None,
 ) -> CheckPlan:
     """Split the tests into setup and per-assert units.
 
@@ -337,6 +372,8 @@ def _plan(
         helpers: the code the task's prompt shows: its definitions other than
             the entry point (HumanEval's ``encode_cyclic``) run on the trusted side.
         entry_point: the candidate's function the tests call, when the task names it.
+        reference: the task's solution, if it has one (it may show a name as a class).
+        classes: the task's own list of the names the tests use as classes.
 
     Raises:
         CheckPlanError: the tests do not parse.
@@ -399,16 +436,18 @@ def _plan(
     free.discard(param or "")
     helper_names = _top_level_names(helper_stmts)
     modules = {n for n in free - helper_names - _BUILTIN_NAMES if _is_stdlib_module(n)}
+    # The names the tests and setup read that neither they, the task's helpers,
+    # the builtins nor the standard modules define: the candidate's to provide
+    # (the entry point, and a class the setup builds, as MBPP 927's Node).
+    declared = {n for n in free - helper_names - _BUILTIN_NAMES - modules if not n.startswith("__")}
     if entry_point is not None:
-        declared = {entry_point}
-    else:
-        # No entry point declared (MBPP): the names the tests read that neither
-        # they, the task's helpers, the builtins nor the standard modules define.
-        declared = free - helper_names - _BUILTIN_NAMES - modules
-        if not declared:
-            # A task whose function is named like a builtin (MBPP's ``sum``): the
-            # builtin an assert applies to plain data is the subject, and only then.
-            declared = _tested(seen.asserts) & free
+        declared.add(entry_point)
+    elif not declared:
+        # A task whose function is named like a builtin (MBPP's ``sum``): the
+        # builtin an assert applies to plain data is the subject, and only then.
+        declared = _tested(seen.asserts) & free
+    aliases = {param: entry_point} if param and entry_point else {}
+    shown = class_names(declared, (helpers, reference), classes, (tree, setup_tree), aliases)
     return CheckPlan(
         tuple(prelude),
         statements,
@@ -417,6 +456,7 @@ def _plan(
         helpers=helper_code,
         declared=frozenset(declared),
         modules=frozenset(modules),
+        classes=shown,
     )
 
 
@@ -466,8 +506,13 @@ def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Chann
         outcome, error = e.reason, e.detail[:500]  # type: ignore[assignment]
     except Uncrossable as e:
         outcome, error = "uncrossable", str(e)[:500]
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, TrustedLimit):
         raise
+    except MemoryError:
+        # This side's memory, spent on what the candidate returned (a range of
+        # 10**9 the test lists): bounded by the worker's limit, and the candidate's.
+        outcome = "memory_limit"
+        error = "the tests' own work on the candidate's values ran out of memory"
     except BaseException as e:
         # e.g. comparing a returned None with ``<``: the candidate's fault.
         outcome, error = "runtime_error", f"{type(e).__name__}: {e}"[:500]
@@ -498,22 +543,58 @@ def _stdlib_module(name: str) -> ModuleType | None:
         return None
 
 
+class _Missing:
+    """A name the tests need from the candidate that its code does not define.
+
+    Using it fails as a NameError would, and counts as reaching the candidate:
+    a setup that fails on it is the candidate's fault, never the task's.
+    """
+
+    def __init__(self, channel: Channel, name: str) -> None:
+        self._channel = channel
+        self._name = name
+
+    def _fail(self) -> CandidateError:
+        self._channel.requests += 1
+        message = f"the candidate's code defines no {self._name!r}, which the tests use"
+        return candidate_exception_class(NameError)("NameError", message, "NameError")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Fail: the candidate defines no such name."""
+        raise self._fail()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        raise self._fail()
+
+    def __repr__(self) -> str:
+        return f"<{self._name}: not defined by the candidate>"
+
+
 def _bind_candidate(
     plan: CheckPlan, channel: Channel, load: LoadResult, namespace: dict[str, object]
-) -> None:
-    """Bind the declared names the candidate defined: functions and classes as proxies.
+) -> frozenset[str]:
+    """Bind the declared names: functions as proxies, classes as handles; return those missing.
 
     Nothing else of the candidate's module is visible: a test's helpers and
-    builtins are the trusted side's own, whatever the candidate defines.
+    builtins are the trusted side's own, whatever the candidate defines. What
+    a name is (a class whose instances the tests may use, or not) is the
+    plan's to say, never the candidate's load report's.
     """
+    missing = set()
     for name in sorted(plan.declared):
-        kind = load.names.get(name, "")
-        if kind in ("callable", "class"):
-            namespace[name] = CandidateFunction(channel, name)
+        kind = load.names.get(name)
+        if kind is None:
+            namespace[name] = _Missing(channel, name)
+            missing.add(name)
         elif kind.startswith("exception:"):
             namespace[name] = channel.exception_stand_in(name, kind)
-        elif kind == "value":
+        elif name in plan.classes or kind == "value":
             namespace[name] = channel.do("global", None, name=name)
+        elif kind in ("callable", "class"):
+            namespace[name] = CandidateFunction(channel, name, load.docs.get(name))
+    return frozenset(missing)
 
 
 def _setup_failed(plan: CheckPlan, failed: UnitOutcome) -> list[UnitOutcome]:
@@ -528,18 +609,27 @@ def _setup_failed(plan: CheckPlan, failed: UnitOutcome) -> list[UnitOutcome]:
 
 
 def run_plan(
-    plan: CheckPlan, channel: Channel, load: LoadResult, entry_point: str | None
+    plan: CheckPlan,
+    channel: Channel,
+    load: LoadResult,
+    entry_point: str | None,
+    on_outcome: Callable[[UnitOutcome], None] | None = None,
 ) -> list[UnitOutcome]:
     """Run every statement against the loaded candidate; one outcome per unit or failed setup.
 
     A setup statement that fails after the candidate was reached (a call, a
-    global read) fails every unit: the failure happens only with the
-    candidate's code loaded. One that fails without touching it is the task's.
+    global read), or that reads a name the tests need from the candidate and
+    the candidate left out, fails every unit: the failure happens only with
+    the candidate's code. One that fails without touching it is the task's.
+    ``on_outcome`` is told each unit's outcome as it is known.
 
     Raises:
         CheckPlanError: the task's own helpers or setup failed, the candidate untouched.
     """
     namespace: dict[str, object] = {"__builtins__": builtins, "__name__": "__arbiter_tests__"}
+    # Shapes the candidate returns (a dataclass of the prompt's) become this side's classes.
+    channel.classes = plan.classes
+    channel.shapes = codec.Shapes(namespace)
     for name in plan.modules:
         module = _stdlib_module(name)
         if module is not None:
@@ -550,7 +640,7 @@ def run_plan(
             raise CheckPlanError(f"the task's helpers failed at line {stmt.line}: {result.error}")
     before = channel.requests
     try:
-        _bind_candidate(plan, channel, load, namespace)
+        missing = _bind_candidate(plan, channel, load, namespace)
     except ChannelBroken as e:
         return _setup_failed(plan, UnitOutcome(0, "(the candidate's globals)", e.reason, e.detail))  # type: ignore[arg-type]
     except (CandidateError, Uncrossable) as e:
@@ -558,7 +648,13 @@ def run_plan(
             plan, UnitOutcome(0, "(the candidate's globals)", "runtime_error", str(e))
         )
     if plan.candidate_param and entry_point:
-        namespace[plan.candidate_param] = CandidateFunction(channel, entry_point)
+        bound = namespace.get(entry_point)
+        if entry_point in plan.declared and bound is not None:
+            namespace[plan.candidate_param] = bound
+        else:
+            namespace[plan.candidate_param] = CandidateFunction(channel, entry_point)
+        if entry_point in missing:
+            missing |= {plan.candidate_param}
     touched = channel.requests > before
     for stmt in plan.prelude:
         calls = channel.requests
@@ -566,7 +662,7 @@ def run_plan(
         touched = touched or channel.requests > calls
         if result.passed:
             continue
-        if touched or channel.events:
+        if touched or channel.events or stmt.reads & missing:
             return _setup_failed(plan, result)
         raise CheckPlanError(f"test setup failed at line {stmt.line}: {result.error}")
     channel.send_ahead(_calls_ahead(plan, namespace))
@@ -575,6 +671,8 @@ def run_plan(
         result = _run_statement(stmt, namespace, channel)
         if stmt.is_unit or not result.passed:
             outcomes.append(result)
+            if on_outcome is not None:
+                on_outcome(result)
     channel.drain_ahead()
     return outcomes
 

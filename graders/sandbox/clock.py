@@ -4,12 +4,12 @@ A run's wall-clock backstop measures the candidate's own work: when a busy
 host (or this service's own trusted side and fast lane) keeps its processes
 off the CPU, the time they wait runnable is credited to it (see
 :class:`arbiter.graders.sandbox.lanes.LeastAttained`), and so is the time the run
-waits for the trusted side between two calls (the tests' own work, in the
-service or in the pytest host). Every wait on the run moves with it: the
+waits for the trusted side between two calls (the tests' own work, in a
+checks worker or in the pytest host). Every wait on the run moves with it: the
 template's kill, the proxy's calls, the sandbox's report and the pytest
 host's suite. A :class:`RunDeadline` is that moving point in time
 (``time.monotonic()``); :class:`DeadlineView` reads one from another process
-(the pytest host), through a shared memory file.
+(a checks worker, the pytest host), through a shared memory file.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from arbiter.graders.credit import credit_listener
 __all__ = ["DeadlineView", "Moving", "RunDeadline"]
 
 _SLOT = struct.Struct("d")
-#: The pytest host's part: its closed stretches of work, and when its open one
+#: The trusted process's part: its closed stretches of work, and when its open one
 #: began (0: none is open).
 _VIEW = struct.Struct("dd")
-#: The shared memory: the owner's deadline (without the pytest host's part), then that part.
+#: The shared memory: the owner's deadline (without the trusted process's part), then that part.
 _OWNER, _VIEW_AT = 0, _SLOT.size
 _SIZE = _SLOT.size + _VIEW.size
 
@@ -62,7 +62,7 @@ class RunDeadline:
     for a CPU (:meth:`credit`, from the pool's timer thread) and the time it
     waits for the trusted side, that is every stretch while the tests work
     between two calls (:meth:`working`, :meth:`waiting`, from the thread that
-    talks to the run, or from the pytest host through :meth:`fd`). The
+    talks to the run, or from a trusted process through :meth:`fd`). The
     deadline moves on while the trusted side works; :meth:`refresh` (the
     pool's timer thread, the suite's reader) tells ``pusher`` (the slot tells
     the template the run's new backstop) and the context's
@@ -98,7 +98,7 @@ class RunDeadline:
         self.pusher: Callable[[float], None] | None = None
 
     def trusted_s(self, now: float | None = None) -> float:
-        """Return the time the run has waited for the trusted side (here and in the pytest host)."""
+        """Return the time the run has waited for the trusted side (here and in another process)."""
         now = time.monotonic() if now is None else now
         total = self._trusted
         working = self._working
@@ -172,7 +172,7 @@ class RunDeadline:
             self.pusher(target - self.started)
 
     def fd(self) -> int:
-        """Return a memory file for the pytest host, which works from now on (made once)."""
+        """Return a memory file for a trusted process, which works from now on (made once)."""
         with self._lock:
             if self._shared is None:
                 self._fd = os.memfd_create("arbiter-run-deadline", os.MFD_CLOEXEC)
@@ -196,7 +196,7 @@ class RunDeadline:
 
 
 class DeadlineView:
-    """A :class:`RunDeadline` in the pytest host, through its :meth:`~RunDeadline.fd`.
+    """A :class:`RunDeadline` in a trusted process, through its :meth:`~RunDeadline.fd`.
 
     It reads the deadline as the owner moves it, and says through the same
     memory when this process works and when it waits for the run.
@@ -226,3 +226,8 @@ class DeadlineView:
             self._closed += max(0.0, time.monotonic() - self._since)
             self._since = 0.0
             _VIEW.pack_into(self._shared, _VIEW_AT, self._closed, 0.0)
+
+    def close(self) -> None:
+        """Stop working for the run and let the memory go (a worker grades run after run)."""
+        self.waiting()
+        self._shared.close()

@@ -37,6 +37,7 @@ __all__ = [
     "Timers",
     "busy_ticks",
     "can_raise_priority",
+    "cpu_time_s",
     "demote",
     "outside_share",
     "outside_wait_s",
@@ -235,13 +236,22 @@ def demote(zygote_pid: int, idle: IdleGroup | None) -> None:
         _renice(pid, _LONG_NICE)
 
 
-def _run_delay_s(pid: int) -> float:
-    """Return how long a process has waited runnable for a CPU (``/proc/PID/schedstat``)."""
+def _schedstat_s(pid: int, field: int) -> float:
     try:
         with open(f"/proc/{pid}/schedstat") as f:
-            return int(f.read().split()[1]) / 1e9
+            return int(f.read().split()[field]) / 1e9
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+def _run_delay_s(pid: int) -> float:
+    """Return how long a process has waited runnable for a CPU (``/proc/PID/schedstat``)."""
+    return _schedstat_s(pid, 1)
+
+
+def cpu_time_s(pid: int) -> float:
+    """Return how long a process (its main thread) has run on a CPU; 0.0 if it is gone."""
+    return _schedstat_s(pid, 0)
 
 
 def outside_share(elsewhere: int, others: int, siblings: int) -> float:

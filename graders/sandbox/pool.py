@@ -167,11 +167,18 @@ LONG_LANE_PER_SLOT = 8
 
 #: The folder that holds the ``arbiter`` package (a checkout, or site-packages).
 _PROJECT_ROOT = str(Path(arbiter.__file__).resolve().parents[1])
-#: How a zygote starts: ``arbiter``, ``arbiter.graders`` and ``arbiter.graders.sandbox``
-#: are entered as bare packages, so that their ``__init__`` (pydantic, asyncio, the graders) never
-#: runs there. The zygote holds only the standard library and the sandbox's own
-#: stdlib-only modules: less memory for every fork to copy, nothing else to reach.
-_ZYGOTE_BOOT = f"""
+
+
+def boot_of(module: str) -> str:
+    """Return the ``python -c`` text that starts ``arbiter.graders.sandbox.<module>.main()``.
+
+    ``arbiter``, ``arbiter.graders`` and ``arbiter.graders.sandbox`` are entered
+    as bare packages, so that their ``__init__`` (pydantic, asyncio, the
+    graders) never runs there: a zygote holds only the standard library and the
+    sandbox's own stdlib-only modules (less memory for every fork to copy,
+    nothing else to reach), a trusted host only what its module imports.
+    """
+    return f"""
 import sys, types
 for name, path in (("arbiter", ""),
                    ("arbiter.graders", {str(Path(__file__).resolve().parents[1])!r}),
@@ -179,9 +186,23 @@ for name, path in (("arbiter", ""),
     package = types.ModuleType(name)
     package.__path__ = [path] if path else []
     sys.modules[name] = package
-from arbiter.graders.sandbox import _zygote
-_zygote.main()
+from arbiter.graders.sandbox import {module}
+{module}.main()
 """
+
+
+def log_tail(path: str, limit: int = 1500) -> str:
+    """Return the end of a process's log (its last words say more than a closed channel)."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - limit))
+            return log.read().decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+_ZYGOTE_BOOT = boot_of("_zygote")
 _START_TIMEOUT_S = 30.0
 #: Time the zygote may take beyond a run's own deadline to kill, sweep and report.
 REPORT_GRACE_S = 5.0

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import dataclasses
 import json
 import os
 import select
@@ -24,13 +25,18 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from arbiter.graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame, send_frame
 from arbiter.graders.sandbox.clock import RunDeadline
-from arbiter.graders.sandbox.lanes import RANK_EVERY_S
-from arbiter.graders.sandbox.pool import REPORT_GRACE_S, SandboxError, spawn_boot
+from arbiter.graders.sandbox.lanes import RANK_EVERY_S, cpu_time_s
+from arbiter.graders.sandbox.pool import (
+    REPORT_GRACE_S,
+    SandboxError,
+    boot_of,
+    log_tail,
+    spawn_boot,
+)
 
 __all__ = ["SuiteHost", "SuiteReport"]
 
@@ -39,17 +45,7 @@ _START_TIMEOUT_S = 60.0
 SUITE_GRACE_S = REPORT_GRACE_S / 5
 #: A suite's report: outcomes, evidence and a 2 KB output tail.
 _MAX_REPORT_BYTES = 4 << 20
-_HOST_BOOT = f"""
-import sys, types
-for name, path in (("arbiter", ""),
-                   ("arbiter.graders", {str(Path(__file__).resolve().parents[1])!r}),
-                   ("arbiter.graders.sandbox", {str(Path(__file__).resolve().parent)!r})):
-    package = types.ModuleType(name)
-    package.__path__ = [path] if path else []
-    sys.modules[name] = package
-from arbiter.graders.sandbox import suite_server
-suite_server.main()
-"""
+_HOST_BOOT = boot_of("suite_server")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +62,8 @@ class SuiteReport:
     #: After a collection error: whether the files collect with placeholders in
     #: the candidate's place (then the error is the candidate's); None if not asked.
     collects_without_candidate: bool | None = None
+    #: After a collection error: the declared names the candidate's module lacks.
+    missing: list[str] = field(default_factory=list)
     #: How the channel to the candidate broke (timeout, exited, garbled, output_limit), if it did.
     broken: str | None = None
     broken_detail: str = ""
@@ -74,6 +72,9 @@ class SuiteReport:
     flags: list[str] = field(default_factory=list)
     output_tail: str = ""
     timed_out: bool = False
+    #: ``cpu`` when the suite's own work ran past the CPU it is given (the tests'
+    #: work on what the candidate returned: the candidate's), else None.
+    trusted_limit: str | None = None
 
     @classmethod
     def parse(cls, raw: bytes, *, timed_out: bool) -> SuiteReport:
@@ -89,6 +90,7 @@ class SuiteReport:
             status=data.get("status"),
             collect_errors=[str(e) for e in data.get("collect_errors") or []],
             load_error=str(data.get("load_error") or ""),
+            missing=[str(n) for n in data.get("missing") or []],
             collects_without_candidate=(
                 bool(data["collects_without_candidate"])
                 if data.get("collects_without_candidate") is not None
@@ -141,13 +143,7 @@ class SuiteHost:
             )
         except (OSError, EOFError, ValueError) as e:
             # Its own last words (an import error, say) say more than the closed channel.
-            try:
-                with open(os.path.join(self._scratch, "host.log"), "rb") as log:
-                    log.seek(0, os.SEEK_END)
-                    log.seek(max(0, log.tell() - 1500))
-                    said = log.read().decode(errors="replace").strip()
-            except OSError:
-                said = ""
+            said = log_tail(os.path.join(self._scratch, "host.log"))
             self._stop()
             raise SandboxError(
                 f"the trusted pytest host did not start: {e}" + (f": {said}" if said else "")
@@ -217,13 +213,20 @@ class SuiteHost:
         *,
         max_bytes: int,
         declared: list[str] | None = None,
+        classes: frozenset[str] = frozenset(),
+        cpu_s: float | None = None,
+        memory_mb: int | None = None,
     ) -> SuiteReport:
         """Run ``sources`` (file name → text) against the candidate loaded behind ``channel``.
 
         ``deadline`` (the run's) bounds every wait on the candidate, and the
         suite's process reads it as it moves (shared memory); the suite itself
         is killed ``SUITE_GRACE_S`` after it, well inside the grace the
-        sandbox's own report has (``REPORT_GRACE_S``).
+        sandbox's own report has (``REPORT_GRACE_S``). ``cpu_s`` and
+        ``memory_mb`` bound the suite's own work (the kernel's limits in its
+        process; past ``cpu_s`` this side also kills it): a suite that used up
+        its CPU is reported so (``trusted_limit``), one that died otherwise is
+        a failure of ours (:class:`SandboxError`).
         """
         read_end, write_end = os.pipe()
         try:
@@ -232,31 +235,74 @@ class SuiteHost:
                 "sources": sources,
                 "module": module,
                 "declared": list(declared or []),
+                "classes": sorted(classes),
                 "max_bytes": max_bytes,
+                "cpu_s": cpu_s,
+                "memory_mb": memory_mb,
             }
             try:
                 pid = self._begin(request, [channel.fileno(), write_end, deadline.fd()])
             finally:
                 os.close(write_end)
-            raw, complete = _read_until_eof(read_end, deadline, SUITE_GRACE_S)
+            watch = _CpuWatch(pid, cpu_s)
+            raw, complete = _read_until_eof(read_end, deadline, SUITE_GRACE_S, watch)
             if not complete:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         finally:
             os.close(read_end)
+        if watch.over or (complete and not raw and watch.spent):
+            report = SuiteReport.parse(b"", timed_out=False)
+            return dataclasses.replace(report, trusted_limit="cpu")
+        if complete and not raw:
+            raise SandboxError("the trusted suite process died without a report")
         return SuiteReport.parse(raw if complete else b"", timed_out=not complete)
 
 
-def _read_until_eof(fd: int, deadline: RunDeadline, grace_s: float) -> tuple[bytes, bool]:
+class _CpuWatch:
+    """A suite process's CPU time against its share (``/proc/PID/schedstat``), as it runs."""
+
+    def __init__(self, pid: int, cpu_s: float | None) -> None:
+        self.pid = pid
+        self.cpu_s = cpu_s
+        self.seen_s = 0.0
+        #: Killed here: past its share by more than the kernel's own limit allows.
+        self.over = False
+
+    @property
+    def spent(self) -> bool:
+        """Whether the last reading had the suite at (or within a tick of) its share."""
+        return self.cpu_s is not None and self.seen_s >= self.cpu_s - 2 * RANK_EVERY_S
+
+    def check(self) -> None:
+        """Read the suite's CPU time; kill it once it is past its share and the kernel's slack."""
+        if self.cpu_s is None:
+            return
+        seen_s = cpu_time_s(self.pid)
+        if seen_s == 0.0:
+            return  # gone (or not yet started): the last reading stands
+        self.seen_s = seen_s
+        if self.seen_s > self.cpu_s + 2.0:
+            self.over = True
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+def _read_until_eof(
+    fd: int, deadline: RunDeadline, grace_s: float, watch: _CpuWatch | None = None
+) -> tuple[bytes, bool]:
     """Read ``fd`` to its end; return what came and whether it came ``grace_s`` after ``deadline``.
 
     Meanwhile the time the pytest host credits to the run (its own work between
-    two calls) is taken in every ``RANK_EVERY_S``, so the template's backstop moves too.
+    two calls) is taken in every ``RANK_EVERY_S``, so the template's backstop moves too,
+    and the suite's CPU time is read against its share.
     """
     chunks: list[bytes] = []
     size = 0
     while True:
         deadline.refresh()
+        if watch is not None:
+            watch.check()
         left = deadline.at() + grace_s - time.monotonic()
         if left <= 0:
             return b"".join(chunks), False

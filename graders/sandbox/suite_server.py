@@ -21,7 +21,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import math
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -37,6 +39,7 @@ from arbiter.graders.sandbox import _linux as kernel
 from arbiter.graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
 from arbiter.graders.sandbox.clock import DeadlineView
 from arbiter.graders.sandbox.proxy import (
+    CandidateError,
     Channel,
     ChannelBroken,
     LoadResult,
@@ -98,6 +101,27 @@ class CandidateModule(types.ModuleType):
     __all__: list[str]
 
 
+class _ModuleGetattr:
+    """A stand-in module's ``__getattr__``: a name the tests did not name, read when asked.
+
+    ``getattr(solution, name)`` with a name computed at run time reads that
+    global from the sandbox then (data, or a handle that may only be called);
+    a name the candidate does not define is an AttributeError, as on a module.
+    """
+
+    def __init__(self, module: str, channel: Channel) -> None:
+        self.module = module
+        self.channel = channel
+
+    def __call__(self, attribute: str) -> Any:
+        if attribute.startswith("__") or not attribute.isidentifier():
+            raise AttributeError(f"module {self.module!r} has no attribute {attribute!r}")
+        try:
+            return self.channel.do("global", None, name=attribute)
+        except CandidateError:
+            raise AttributeError(f"module {self.module!r} has no attribute {attribute!r}") from None
+
+
 def candidate_module(
     name: str, channel: Channel, load: LoadResult, declared: list[str]
 ) -> CandidateModule:
@@ -105,8 +129,11 @@ def candidate_module(
 
     Only the ``declared`` names (what the tests import or read from the module)
     are set, so ``from solution import *`` cannot replace a test's own imports or
-    builtins. Functions and classes become handles (calls go to the sandbox);
-    other globals are fetched once, as data; the candidate's exception classes
+    builtins; any other name is read from the sandbox when a test asks for it
+    (``getattr(solution, name)``). Functions become handles that may be called,
+    the names the task uses as classes handles that construct instances
+    (:attr:`Channel.classes`, decided here, never by the load report); other
+    globals are fetched once, as data; the candidate's exception classes
     become classes made here that derive from the same builtin exception, so
     that ``pytest.raises(solution.Invalid)`` catches what the candidate raises.
     Modules the candidate imported are never imported here by their name.
@@ -128,6 +155,7 @@ def candidate_module(
             setattr(module, global_name, channel.do("global", None, name=global_name))
         exported.append(global_name)
     module.__all__ = [n for n in exported if not n.startswith("_")]
+    module.__getattr__ = _ModuleGetattr(name, channel)  # type: ignore[method-assign]
     return module
 
 
@@ -141,7 +169,14 @@ def neutral_module(name: str, declared: list[str]) -> types.ModuleType:
     for global_name in declared:
         setattr(module, global_name, Neutral())
     module.__all__ = list(declared)  # type: ignore[attr-defined]
+    module.__getattr__ = _neutral_attribute  # type: ignore[method-assign]
     return module
+
+
+def _neutral_attribute(attribute: str) -> Any:
+    if attribute.startswith("__"):
+        raise AttributeError(attribute)
+    return Neutral()
 
 
 class _LoadFailed:
@@ -220,9 +255,22 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int, deadline_fd
     out = os.open(os.path.join(root, "output"), os.O_RDWR | os.O_CREAT, 0o600)
     os.dup2(out, 1)
     os.dup2(out, 2)
+    # The tests' own work on what the candidate returns is bounded here: memory by
+    # the address space, CPU by the kernel (the host also watches it, see suite_host).
+    memory = int(request.get("memory_mb") or 0) << 20
+    if memory:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    cpu_s = float(request.get("cpu_s") or 0)
+    if cpu_s:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        limit = math.ceil(used.ru_utime + used.ru_stime + cpu_s)
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
     # The run's deadline, as the pool moves it (the run's credited waits for a CPU).
     channel = Channel(
-        socket.socket(fileno=chan_fd), DeadlineView(deadline_fd), max_bytes=request["max_bytes"]
+        socket.socket(fileno=chan_fd),
+        DeadlineView(deadline_fd),
+        max_bytes=request["max_bytes"],
+        classes=frozenset(str(n) for n in request.get("classes") or []),
     )
     report: dict[str, Any] = {"load_error": "", "status": None}
     try:
@@ -247,6 +295,9 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int, deadline_fd
         if collector.collect_errors and load is not None:
             # Whose fault: the same files collected against placeholders.
             report["collects_without_candidate"] = _collects(name, declared, tests_dir)
+            # A name the tests import that the candidate left out is its fault, however
+            # the placeholders fared (they stand in for a value, not for every use of one).
+            report["missing"] = [n for n in declared if n not in load.names][:50]
     except BaseException:
         # Building the module met a dead or garbled run, or a name list that the
         # module refuses (a forged load report): every test fails, and says why.

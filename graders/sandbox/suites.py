@@ -15,11 +15,13 @@ import symtable
 from collections.abc import Mapping
 from typing import Literal
 
+from arbiter.graders.sandbox.classes import class_names
 from arbiter.graders.sandbox.syntax import parse_module
 
 __all__ = [
     "declared_names",
     "expected_test_ids",
+    "suite_classes",
     "tally",
     "tampering_signals",
 ]
@@ -225,3 +227,25 @@ def declared_names(files: Mapping[str, str], module: str) -> list[str]:
         if star:
             names.update(_free_globals(source) - _BUILTINS)
     return sorted(n for n in names if n.isidentifier() and not n.startswith("__"))
+
+
+def suite_classes(
+    files: Mapping[str, str],
+    module: str,
+    declared: list[str],
+    shown: tuple[str | None, ...] = (),
+    explicit: list[str] | None = None,
+) -> frozenset[str]:
+    """Return the declared names the test files use as classes (see graders.sandbox.classes)."""
+    trees: list[ast.AST] = []
+    aliases: dict[str, str] = {}
+    for source in files.values():
+        try:
+            tree = parse_module(source)
+        except SyntaxError:
+            continue
+        trees.append(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0:
+                aliases.update((a.asname, a.name) for a in node.names if a.asname)
+    return class_names(declared, shown, explicit, trees, aliases)

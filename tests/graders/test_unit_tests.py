@@ -64,7 +64,21 @@ def test_score_outcomes(passed: int, total: int, partial: bool, expected: float)
         ("1 3", "1 2", "whitespace", False),
         ("0.3333333", "0.33333333", "float", True),
         ("0.34", "0.33", "float", False),
-        ("1e-9", "0", "float", True),
+        # An expected integer is answered by that integer and nothing "close" to it.
+        ("1e-9", "0", "float", False),
+        ("0.0", "0", "float", True),
+        ("7.000", "7", "float", True),
+        ("0.7e1", "7", "float", True),
+        ("1e2", "100", "float", True),
+        ("1e999999999", "7", "float", False),
+        # The red team's 30! in exponent form, within 1e-6 of the answer, wrong.
+        ("2.6525294e+32", "265252859812191058636308480000000", "float", False),
+        (
+            "2.65252859812191058636308480000000e32",
+            "265252859812191058636308480000000",
+            "float",
+            True,
+        ),
         ("nan", "nan", "float", True),  # identical tokens
         ("nan", "1.0", "float", False),
         ("abc 1.0", "abc 1.0000001", "float", True),
@@ -80,7 +94,8 @@ def test_score_outcomes(passed: int, total: int, partial: bool, expected: float)
         ("-5", "5", "float", False),
         ("1" * 5000, "1" * 5000, "float", True),
         ("1" * 5000 + "1", "1" * 5000 + "2", "float", False),  # past int()'s 4,300 digits
-        ("2.9999999", "3", "float", True),  # a fraction on one side: the tolerance applies
+        ("2.9999999", "3", "float", False),  # an integer expected: not within a tolerance
+        ("3", "2.9999999", "float", True),  # a fraction expected: the tolerance applies
     ],
 )
 def test_outputs_match(actual: str, expected: str, mode: Any, match: bool) -> None:
@@ -362,7 +377,9 @@ def test_types_cross_intact(grader: UnitTestsGrader) -> None:
         ("exact", "6\n", 1.0),
         ("exact", "6", 0.0),
         ("whitespace", "  6 ", 1.0),
-        ("float", "6.0000001", 1.0),
+        ("float", "6.000", 1.0),
+        # The expected 6 is an integer: an answer merely close to it is wrong.
+        ("float", "6.0000001", 0.0),
     ],
 )
 def test_stdin_stdout(

@@ -300,11 +300,13 @@ def test_stdout_flood_is_capped(grader: UnitTestsGrader) -> None:
 
 def test_result_flood_is_capped_not_forged(grader: UnitTestsGrader) -> None:
     code = "def f():\n    return 'x' * (8 << 20)\n"
-    result = grade(grader, code, RETURNS_TRUE, max_output_bytes=1 << 20)
+    result = grade(grader, code, RETURNS_TRUE, max_result_bytes=1 << 20)
     assert result.score == 0.0
     assert result.details["tests"][0]["outcome"] == "output_limit"
+    # A large result fails its test; it is no forgery, and (an honest answer may be
+    # large) no abuse either: the cap is the rubric's to raise.
     kinds = violation_types(result)
-    assert ViolationType.RESOURCE_ABUSE in kinds and ViolationType.VERDICT_FORGERY not in kinds
+    assert ViolationType.RESOURCE_ABUSE not in kinds and ViolationType.VERDICT_FORGERY not in kinds
 
 
 # --- processes -------------------------------------------------------------------

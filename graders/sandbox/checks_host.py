@@ -1,0 +1,330 @@
+"""The trusted side of function tasks, out of the service: a set of checks worker processes.
+
+Each worker (:mod:`arbiter.graders.sandbox.checks_server`) is a clean interpreter that
+grades one candidate at a time: it gets the run's channel and its deadline's
+shared memory as descriptors, runs the task's tests against the candidate,
+and streams each unit's outcome back. The service never runs a test
+statement itself, so nothing a candidate returns can take the service's memory
+or hold its interpreter lock, and one sample's trusted work is bounded on its
+own: in memory by the worker's address-space limit, in CPU by the worker's
+timer, and, for a worker stuck in C code past its share, by this side, which
+reads the worker's CPU time (``/proc/PID/schedstat``) while it waits and kills
+it. A killed worker's units so far keep their outcomes; the rest are the
+candidate's (its values made the tests' work run past their bound).
+
+A worker is taken before the candidate's run starts (a worker's start is
+ours, never the run's), and given back after; a worker that died, was
+killed, or grew large is replaced by a fresh one.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import queue
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from arbiter.graders.sandbox._frames import (
+    CONTROL_MAX_BYTES,
+    ChannelClosed,
+    FrameReader,
+    recv_frame,
+    send_frame,
+)
+from arbiter.graders.sandbox.checks import UnitOutcome
+from arbiter.graders.sandbox.clock import RunDeadline
+from arbiter.graders.sandbox.errors import SandboxError
+from arbiter.graders.sandbox.lanes import RANK_EVERY_S, cpu_time_s
+from arbiter.graders.sandbox.pool import REPORT_GRACE_S, boot_of, log_tail, spawn_boot
+
+__all__ = ["ChecksHost", "ChecksReport", "TrustedLimits"]
+
+_START_TIMEOUT_S = 60.0
+#: How long past the run's deadline a worker may take to send its last frame.
+GRACE_S = REPORT_GRACE_S / 5
+#: CPU past its share a worker may spend before it is killed (its own timer fires first).
+CPU_GRACE_S = 1.0
+_BOOT = boot_of("checks_server")
+
+
+@dataclass(frozen=True, slots=True)
+class TrustedLimits:
+    """What one grading's trusted side may spend: CPU seconds, and memory."""
+
+    cpu_s: float = 20.0
+    memory_mb: int = 2048
+
+
+@dataclass(frozen=True, slots=True)
+class ChecksReport:
+    """What a worker concluded (a verdict: no candidate code ran there)."""
+
+    outcomes: list[UnitOutcome]
+    #: How many units the plan has (None when it did not plan).
+    units: int | None = None
+    #: ``(reason, message)`` when the candidate's module did not load or the channel broke first.
+    load_error: tuple[str, str] | None = None
+    #: The task's own tests or helpers failed, the candidate untouched.
+    plan_error: str | None = None
+    broken: str | None = None
+    broken_detail: str = ""
+    events: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    pipelined: int = 0
+    #: ``cpu`` or ``memory`` when the tests' own work ran past its bound; ``deadline``
+    #: when the worker was still working after the run's deadline.
+    trusted_limit: str | None = None
+
+
+class _Worker:
+    """One worker process and our end of its control socket."""
+
+    def __init__(self) -> None:
+        self.scratch = tempfile.mkdtemp(prefix="arbiter-checks-")
+        self.proc: subprocess.Popen[bytes]
+        self.proc, self.ctrl = spawn_boot(
+            _BOOT,
+            pythonpath=os.environ.get("PYTHONPATH", ""),
+            home=self.scratch,
+            cwd=self.scratch,
+            log_path=os.path.join(self.scratch, "worker.log"),
+        )
+        self.reader = FrameReader(self.ctrl, max_bytes=CONTROL_MAX_BYTES)
+        self.ready = False
+
+    def wait_ready(self) -> None:
+        try:
+            ready = recv_frame(
+                self.ctrl,
+                max_bytes=CONTROL_MAX_BYTES,
+                deadline=time.monotonic() + _START_TIMEOUT_S,
+            )
+        except (OSError, EOFError, ValueError) as e:
+            said = self.log_tail()
+            self.stop()
+            raise SandboxError(
+                f"a checks worker did not start: {e}" + (f": {said}" if said else "")
+            ) from e
+        if ready.get("op") != "ready":
+            self.stop()
+            raise SandboxError(f"a checks worker said {ready!r} on start")
+        self.ready = True
+
+    def log_tail(self) -> str:
+        return log_tail(os.path.join(self.scratch, "worker.log"))
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        self.proc.wait()
+        self.ctrl.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def grade(
+        self,
+        request: dict[str, Any],
+        channel: socket.socket,
+        deadline: RunDeadline,
+        limits: TrustedLimits,
+    ) -> tuple[ChecksReport, bool]:
+        """Run one grading; return its report and whether this worker may grade again."""
+        start_cpu = cpu_time_s(self.proc.pid)
+        message = {**request, "cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb}
+        try:
+            send_frame(self.ctrl, message, [channel.fileno(), deadline.fd()])
+        except OSError as e:
+            raise SandboxError(f"a checks worker could not be reached: {e}") from e
+        outcomes: list[UnitOutcome] = []
+        while True:
+            deadline.refresh()
+            left = deadline.at() + GRACE_S - time.monotonic()
+            if left <= 0:
+                return self._killed(outcomes, "deadline"), False
+            if cpu_time_s(self.proc.pid) - start_cpu > limits.cpu_s + CPU_GRACE_S:
+                return self._killed(outcomes, "cpu"), False
+            if (
+                not self.reader.buffered
+                and not select.select([self.ctrl], [], [], min(left, RANK_EVERY_S))[0]
+            ):
+                continue
+            try:
+                frame = self.reader.recv(deadline=time.monotonic() + _START_TIMEOUT_S)
+            except (ChannelClosed, OSError) as e:
+                if cpu_time_s(self.proc.pid) - start_cpu > limits.cpu_s:
+                    return self._killed(outcomes, "cpu"), False
+                said = self.log_tail()
+                raise SandboxError(
+                    f"a checks worker died: {e}" + (f": {said[-500:]}" if said else "")
+                ) from e
+            except ValueError as e:
+                raise SandboxError(f"a checks worker sent a malformed frame: {e}") from e
+            if type(frame) is not dict:
+                raise SandboxError("a checks worker sent a malformed frame")
+            if frame.get("op") == "unit":
+                outcomes.append(
+                    UnitOutcome(
+                        int(frame["line"]),
+                        str(frame["source"]),
+                        frame["outcome"],
+                        str(frame.get("error") or ""),
+                    )
+                )
+                continue
+            if frame.get("op") != "done" or "refused" in frame:
+                raise SandboxError(f"a checks worker answered {frame!r}")
+            return _report(frame, outcomes), not frame.get("recycle")
+
+    def _killed(self, outcomes: list[UnitOutcome], why: str) -> ChecksReport:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+        return ChecksReport(outcomes, trusted_limit=why)
+
+
+def _report(frame: dict[str, Any], outcomes: list[UnitOutcome]) -> ChecksReport:
+    load = frame.get("load_error")
+    return ChecksReport(
+        outcomes,
+        units=frame.get("units"),
+        load_error=(str(load[0]), str(load[1])) if load else None,
+        plan_error=frame.get("plan_error"),
+        broken=frame.get("broken"),
+        broken_detail=str(frame.get("broken_detail") or ""),
+        events=[str(e) for e in frame.get("events") or []],
+        flags=[str(f) for f in frame.get("flags") or []],
+        pipelined=int(frame.get("pipelined") or 0),
+        trusted_limit=frame.get("trusted_limit"),
+    )
+
+
+class ChecksHost:
+    """Up to ``workers`` checks worker processes, started ahead and on demand; thread-safe."""
+
+    def __init__(self, workers: int) -> None:
+        self.max_workers = max(1, workers)
+        self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
+        self._count = 0
+        self._lock = threading.Lock()
+        self._all: set[_Worker] = set()
+        self._closed = False
+        atexit.register(self.close)
+
+    def start(self, workers: int | None = None) -> None:
+        """Have ``workers`` (default: all) started and idle; their start-up is ours."""
+        wanted = self.max_workers if workers is None else min(workers, self.max_workers)
+        started = []
+        with self._lock:
+            while self._count < wanted:
+                started.append(self._spawn())
+        for worker in started:
+            try:
+                worker.wait_ready()
+            except SandboxError:
+                self._forget(worker)
+                raise
+            self._idle.put(worker)
+
+    def _spawn(self) -> _Worker:
+        worker = _Worker()
+        self._count += 1
+        self._all.add(worker)
+        return worker
+
+    def _forget(self, worker: _Worker) -> None:
+        worker.stop()
+        with self._lock:
+            self._count -= 1
+            self._all.discard(worker)
+
+    @contextlib.contextmanager
+    def worker(self, timeout_s: float = 60.0) -> Iterator[_Checks]:
+        """Take a worker for one grading (before the run starts), and give it back after."""
+        worker = self._take(timeout_s)
+        checks = _Checks(worker)
+        try:
+            yield checks
+        finally:
+            if checks.reusable and worker.alive and not self._closed:
+                self._idle.put(worker)
+            else:
+                self._forget(worker)
+
+    def _take(self, timeout_s: float) -> _Worker:
+        while True:
+            try:
+                worker = self._idle.get_nowait()
+            except queue.Empty:
+                worker = None
+            if worker is None:
+                with self._lock:
+                    fresh = self._spawn() if self._count < self.max_workers else None
+                if fresh is not None:
+                    try:
+                        fresh.wait_ready()
+                    except SandboxError:
+                        self._forget(fresh)
+                        raise
+                    return fresh
+                try:
+                    worker = self._idle.get(timeout=timeout_s)
+                except queue.Empty:
+                    raise SandboxError(f"no checks worker free within {timeout_s:g} s") from None
+            if worker.alive:
+                return worker
+            self._forget(worker)
+
+    def close(self) -> None:
+        """Stop every worker."""
+        self._closed = True
+        with self._lock:
+            workers = list(self._all)
+            self._all.clear()
+            self._count = 0
+        for worker in workers:
+            worker.stop()
+        while True:
+            try:
+                self._idle.get_nowait()
+            except queue.Empty:
+                break
+
+
+class _Checks:
+    """A worker taken for one grading."""
+
+    def __init__(self, worker: _Worker) -> None:
+        self._worker = worker
+        self.reusable = True
+
+    def run(
+        self,
+        request: dict[str, Any],
+        channel: socket.socket,
+        deadline: RunDeadline,
+        limits: TrustedLimits,
+    ) -> ChecksReport:
+        """Grade the candidate behind ``channel`` with the task in ``request``.
+
+        Raises:
+            SandboxError: the worker failed (ours; the grading is retried).
+        """
+        try:
+            report, self.reusable = self._worker.grade(request, channel, deadline, limits)
+        except SandboxError:
+            self.reusable = False
+            raise
+        return report

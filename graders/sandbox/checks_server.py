@@ -1,0 +1,188 @@
+"""A trusted worker process: runs a function task's tests against one candidate at a time.
+
+Started by :mod:`arbiter.graders.sandbox.checks_host` as a clean interpreter (an
+empty environment, never a fork of the service, which holds secrets), it
+never runs candidate code: it plans the task's tests (cached by the task's
+key), reads the candidate's load report on the run's channel, and runs the
+plan (:func:`arbiter.graders.sandbox.checks.run_plan`), every call going to the
+confined child over that channel, every value coming back as data.
+
+Why a process of its own rather than a thread of the service: the tests' own
+work on what the candidate returns is bounded here and nowhere else. A test
+that lists a ``range(10**9)`` the candidate returned, or builds a set of
+25,000 integers that hash alike, spends this process's memory (its address
+space is capped per grading, so it meets a MemoryError) and this process's CPU
+(a profiling timer raises :class:`~arbiter.graders.sandbox.checks.TrustedLimit`
+once the grading's share is spent; the host kills a worker stuck in C code past
+it). Neither the service nor another sample's run ever waits on it.
+
+The protocol on the control socket, one grading at a time: a request (the
+task, the limits) with two descriptors, the run's channel and its deadline's
+shared memory; then one ``unit`` frame per unit as it ends, and a ``done``
+frame with what the channel saw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import resource
+import signal
+import socket
+import sys
+from collections import OrderedDict
+from typing import Any
+
+from arbiter.graders.sandbox import _linux as kernel
+from arbiter.graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
+from arbiter.graders.sandbox.checks import (
+    CheckPlan,
+    CheckPlanError,
+    TrustedLimit,
+    UnitOutcome,
+    plan_function_tests,
+    run_plan,
+)
+from arbiter.graders.sandbox.clock import DeadlineView
+from arbiter.graders.sandbox.proxy import Channel, ChannelBroken
+
+#: Plans kept, by task key (a GRPO group grades many responses against one task).
+MAX_PLANS = 512
+#: A worker whose peak memory passed this leaves after its grading (a fresh one replaces it).
+RECYCLE_RSS_MB = 1024
+
+_PLANS: OrderedDict[str, CheckPlan | str] = OrderedDict()
+
+
+def _plan(task: dict[str, Any]) -> CheckPlan:
+    """Plan the task's tests once per key; a task whose tests do not plan stays refused."""
+    key = str(task["key"])
+    found = _PLANS.get(key)
+    if found is None:
+        try:
+            tests = task["tests"]
+            found = plan_function_tests(
+                tests if isinstance(tests, str) else [str(t) for t in tests],
+                task.get("setup_code"),
+                helpers=task.get("helpers"),
+                entry_point=task.get("entry_point"),
+                reference=task.get("reference"),
+                classes=task.get("classes"),
+            )
+        except CheckPlanError as e:
+            found = str(e)
+        _PLANS[key] = found
+        while len(_PLANS) > MAX_PLANS:
+            _PLANS.popitem(last=False)
+    else:
+        _PLANS.move_to_end(key)
+    if isinstance(found, str):
+        raise CheckPlanError(found)
+    return found
+
+
+def _on_timer(signum: int, frame: Any) -> None:
+    raise TrustedLimit("the tests' own work ran past the CPU time it is given")
+
+
+def _send(ctrl: socket.socket, message: dict[str, Any]) -> None:
+    """Send a frame whole: the CPU timer must not cut one in half."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGPROF})
+    try:
+        send_frame(ctrl, message)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _unit(outcome: UnitOutcome) -> dict[str, Any]:
+    return {
+        "op": "unit",
+        "line": outcome.line,
+        "source": outcome.source,
+        "outcome": outcome.outcome,
+        "error": outcome.error,
+    }
+
+
+def grade(request: dict[str, Any], chan_fd: int, deadline_fd: int, ctrl: socket.socket) -> None:
+    """Run one grading and send its frames; the run's channel is closed afterwards."""
+    memory = int(request["memory_mb"]) << 20
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    infinite = hard == resource.RLIM_INFINITY
+    resource.setrlimit(resource.RLIMIT_AS, (memory if infinite else min(memory, hard), hard))
+    view = DeadlineView(deadline_fd)
+    channel = Channel(socket.socket(fileno=chan_fd), view, max_bytes=int(request["max_bytes"]))
+    done: dict[str, Any] = {"op": "done"}
+    task = request["task"]
+    signal.setitimer(signal.ITIMER_PROF, float(request["cpu_s"]))
+    try:
+        plan = _plan(task)
+        done["units"] = plan.units
+        load = channel.load()
+        if not load.ok:
+            done["load_error"] = ["load_error", f"{load.error_type}: {load.error_message}"]
+        else:
+            sent = 0
+
+            def tell(outcome: UnitOutcome) -> None:
+                nonlocal sent
+                _send(ctrl, _unit(outcome))
+                sent += 1
+
+            results = run_plan(plan, channel, load, task.get("entry_point"), on_outcome=tell)
+            for outcome in results[sent:]:  # a failed setup's outcomes come all at once
+                tell(outcome)
+    except TrustedLimit:
+        done["trusted_limit"] = "cpu"
+    except CheckPlanError as e:
+        done["plan_error"] = str(e)[:2000]
+    except ChannelBroken as e:
+        done["load_error"] = [e.reason, e.detail[:2000]]
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    with contextlib.suppress(OSError):
+        channel.check_quiet()
+    broken = channel.broken
+    done.update(
+        broken=broken.reason if broken is not None else None,
+        broken_detail=broken.detail[:500] if broken is not None else "",
+        events=channel.events[:50],
+        flags=channel.flags[:20],
+        pipelined=channel.pipelined,
+    )
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+    done["recycle"] = peak_mb > RECYCLE_RSS_MB
+    channel.sock.close()
+    view.close()
+    _send(ctrl, done)
+
+
+def main() -> None:
+    """Serve gradings on the control socket whose fd is ``sys.argv[1]``, one at a time."""
+    kernel.set_pdeathsig(signal.SIGKILL)
+    ctrl = socket.socket(fileno=int(sys.argv[1]))
+    # Honest results may be integers of any size, and tests print or parse them;
+    # the grading's CPU share bounds the conversions.
+    sys.set_int_max_str_digits(0)
+    signal.signal(signal.SIGPROF, _on_timer)
+    # What the worker holds now is never garbage: a grading's collections skip it.
+    gc.collect()
+    gc.freeze()
+    send_frame(ctrl, {"op": "ready"})
+    while True:
+        try:
+            request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
+        except EOFError:
+            break
+        if len(fds) != 2:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    socket.socket(fileno=fd).close()
+            send_frame(ctrl, {"op": "done", "refused": "a grading needs two descriptors"})
+            continue
+        grade(request, fds[0], fds[1], ctrl)
+
+
+if __name__ == "__main__":
+    main()
