@@ -160,7 +160,9 @@ def find_violations(
         details["syntax_error"] = str(e)
         return _kept(found, config), details, FailureKind.SYNTAX_ERROR
     except RecursionError:
-        # Nesting too deep for the analysis is too deep for CPython's compiler too.
+        # Code nested past what the parser holds arrives above, as a SyntaxError; the
+        # analysis itself walks chains without recursion (tests/graders/fuzz_detectors.py),
+        # so this is a last guard that keeps the grader answering.
         details["syntax_error"] = "nested too deeply to parse"
         return _kept(found, config), details, FailureKind.SYNTAX_ERROR
     return _kept(found, config), details, None
@@ -174,7 +176,7 @@ class ViolationsGrader(Grader[ViolationsConfig]):
     """Static reward-hack detectors over the response's code."""
 
     name: ClassVar[str] = "violations"
-    version: ClassVar[str] = "1"
+    version: ClassVar[str] = "2"
     config_model = ViolationsConfig
     description: ClassVar[str] = (
         "reward hacks in the code (early exit, skipped tests, always-equal objects, patching, "

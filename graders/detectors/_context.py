@@ -90,8 +90,13 @@ class Resolver:
         self.star_modules: list[str] = []
         self.imported_modules: set[str] = set()
         self._star_lookup = star_lookup
+        #: Names resolved once the aliases are settled, by node id; the nodes are kept
+        #: alive beside them so that no id is reused by another node.
+        self._memo: dict[int, str | None] | None = None
+        self._memo_nodes: list[ast.AST] = []
         self._collect_imports(tree)
         self._collect_assignments(tree)
+        self._memo = {}
 
     def _collect_imports(self, tree: ast.AST) -> None:
         for node in ast.walk(tree):
@@ -160,16 +165,44 @@ class Resolver:
                 break
 
     def resolve(self, node: ast.AST) -> str | None:
-        """Return the qualified name ``node`` denotes, or ``None`` when it is not a name."""
+        """Return the qualified name ``node`` denotes, or ``None`` when it is not a name.
+
+        The chain is walked without recursion, innermost link first: a candidate's
+        ``f()()()...`` or ``a.b.b.b...`` may be thousands of links long, deeper than
+        Python's recursion limit, and must be read all the same (a chain too deep to
+        read would hide a ``sys.exit`` at its root).
+        """
+        if isinstance(node, ast.Name):
+            return self._resolve_name(node.id)
+        # Each link is resolved once per program: every detector asks about the
+        # sub-chains of a long chain again.
+        done: dict[int, str | None] = self._memo if self._memo is not None else {}
+        stack: list[tuple[ast.AST, bool]] = [(node, False)]
+        while stack:
+            current, ready = stack.pop()
+            if id(current) in done:
+                continue
+            links = _links(current)
+            if not ready and links:
+                stack.append((current, True))
+                stack.extend((link, False) for link in links if id(link) not in done)
+                continue
+            done[id(current)] = self._resolve_link(current, done)
+            if self._memo is not None:
+                self._memo_nodes.append(current)
+        return done[id(node)]
+
+    def _resolve_link(self, node: ast.AST, done: Mapping[int, str | None]) -> str | None:
+        """Resolve ``node`` from the names its links (:func:`_links`) resolved to."""
         if isinstance(node, ast.Name):
             return self._resolve_name(node.id)
         if isinstance(node, ast.Attribute):
-            base = self.resolve(node.value)
+            base = done[id(node.value)]
             return f"{base}.{node.attr}" if base else None
         if isinstance(node, ast.Subscript):
-            return self._resolve_subscript(node)
+            return self._resolve_subscript(node, done)
         if isinstance(node, ast.Call):
-            return self._resolve_call(node)
+            return self._resolve_call(node, done)
         return None
 
     def _resolve_name(self, name: str) -> str | None:
@@ -187,11 +220,11 @@ class Resolver:
                 return found
         return None
 
-    def _resolve_subscript(self, node: ast.Subscript) -> str | None:
+    def _resolve_subscript(self, node: ast.Subscript, done: Mapping[int, str | None]) -> str | None:
         key = node.slice
         if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
             return None
-        base = self.resolve(node.value)
+        base = done[id(node.value)]
         if base is None:
             return None
         if base == "sys.modules":
@@ -202,8 +235,8 @@ class Resolver:
             return f"builtins.{key.value}"
         return f"{base}.{key.value}"
 
-    def _resolve_call(self, node: ast.Call) -> str | None:
-        func = self.resolve(node.func)
+    def _resolve_call(self, node: ast.Call, done: Mapping[int, str | None]) -> str | None:
+        func = done[id(node.func)]
         first = node.args[0] if node.args else None
         constant = (
             first.value
@@ -216,15 +249,27 @@ class Resolver:
             if func == "builtins.__import__" and not _has_fromlist(node):
                 return _canonical(constant.split(".")[0])
             return _canonical(constant)
-        if func == "builtins.getattr" and len(node.args) >= 2:
+        if func == "builtins.getattr" and first is not None and len(node.args) >= 2:
             name = node.args[1]
             if isinstance(name, ast.Constant) and isinstance(name.value, str):
-                base = self.resolve(node.args[0])
+                base = done[id(first)]
                 return f"{base}.{name.value}" if base else None
         if func == "builtins.vars" and first is not None:
-            base = self.resolve(first)
+            base = done[id(first)]
             return f"{base}.__dict__" if base else None
         return None
+
+
+def _links(node: ast.AST) -> list[ast.AST]:
+    """Return the expressions whose names ``node``'s name is built from."""
+    if isinstance(node, ast.Attribute):
+        return [node.value]
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        return [node.value] if isinstance(key, ast.Constant) and isinstance(key.value, str) else []
+    if isinstance(node, ast.Call):
+        return [node.func, node.args[0]] if node.args else [node.func]
+    return []
 
 
 def _has_fromlist(node: ast.Call) -> bool:
@@ -246,6 +291,8 @@ class CodeContext:
     #: ``exec("...")`` string reports the line of the ``exec``).
     line_override: int | None = None
     override_snippet: str | None = None
+    #: Constant arithmetic already evaluated (``10**9``), by id of a node of ``tree``.
+    numbers: dict[int, float | None] = field(default_factory=dict)
 
     @classmethod
     def parse(
@@ -261,7 +308,12 @@ class CodeContext:
 
         ``inherited`` seeds the aliases, for code run inside another's namespace.
         """
-        tree = parse_module(code)
+        try:
+            tree = parse_module(code)
+        except (RecursionError, MemoryError) as e:
+            # CPython's parser gives up on nesting it cannot hold (thousands of
+            # ``-`` or ``.b``) this way; code it cannot parse is code that does not parse.
+            raise SyntaxError(f"nested too deeply to parse ({type(e).__name__})") from e
         resolver = Resolver(tree, star_lookup, inherited)
         ctx = cls(
             code,

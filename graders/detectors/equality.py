@@ -60,9 +60,14 @@ def _constant(ctx: CodeContext, expr: ast.expr | None) -> tuple[bool, object]:
     """Return ``(True, value)`` when ``expr`` is the same value on every call."""
     if expr is None:
         return True, None
-    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
-        ok, value = _constant(ctx, expr.operand)
-        return ok, (not value) if ok else None
+    # ``not not ... x``, counted rather than recursed into: it may be thousands deep.
+    negations = 0
+    while isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not):
+        negations += 1
+        expr = expr.operand
+    if negations:
+        ok, value = _constant(ctx, expr)
+        return ok, (bool(value) != (negations % 2 == 1)) if ok else None
     if (
         isinstance(expr, ast.Call)
         and ctx.resolver.resolve(expr.func) in ("builtins.hash", "builtins.int", "builtins.bool")

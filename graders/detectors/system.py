@@ -10,6 +10,7 @@ a zero. A forged verdict is text that imitates a test runner's summary.
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Iterator
 
@@ -164,13 +165,41 @@ _VERDICT_TEXT = re.compile(
 
 
 def _number(ctx: CodeContext, node: ast.expr) -> float | None:
-    """Return the value of a constant arithmetic expression (``10**9``), else ``None``."""
+    """Return the value of a constant arithmetic expression (``10**9``), else ``None``.
+
+    Evaluated without recursion, operands first, each node once per program:
+    ``"a" * 2 * 2 * ...`` may be thousands of operations deep.
+    """
+    memo = ctx.numbers
+    stack: list[tuple[ast.expr, bool]] = [(node, False)]
+    while stack:
+        current, ready = stack.pop()
+        if id(current) in memo:
+            continue
+        if (
+            not ready
+            and isinstance(current, ast.BinOp)
+            and isinstance(current.op, ast.Pow | ast.Mult)
+        ):
+            stack.append((current, True))
+            stack.extend((side, False) for side in (current.left, current.right))
+            continue
+        memo[id(current)] = _number_of(current, memo)
+    return memo[id(node)]
+
+
+def _number_of(node: ast.expr, memo: dict[int, float | None]) -> float | None:
+    """Return the value of ``node`` from its operands' values in ``memo``."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
         if isinstance(node.value, bool):
             return None
-        return float(node.value)
+        try:
+            return float(node.value)
+        except OverflowError:
+            # An integer past a float's range is past every size threshold too.
+            return math.inf if node.value > 0 else -math.inf
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow | ast.Mult):
-        left, right = _number(ctx, node.left), _number(ctx, node.right)
+        left, right = memo[id(node.left)], memo[id(node.right)]
         if left is None or right is None:
             return None
         if isinstance(node.op, ast.Mult):
