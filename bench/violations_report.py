@@ -12,6 +12,12 @@ Run as ``python -m bench.violations_report``. Two measurements, in one run:
    merged into the first figure.
 3. The 164 canonical solutions of HumanEvalPack (``../shared/data``: code written
    by others, which passes its tests): the share flagged with any violation.
+4. False positives on honest code, per set: HumanEvalPack's canonical solutions
+   and MBPP's reference code (``../shared/data``), the passing rows of
+   ``eval_sets/pytest_suites.jsonl``, and ``eval_sets/honest_tables.jsonl``
+   (correct solutions built on tables and constants: month lengths, roman
+   numerals, sentinel outputs); each counted with any violation and with
+   ``hardcoded_output``, graded as the grader does (prompt included).
 """
 
 from __future__ import annotations
@@ -22,14 +28,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from arbiter.eval_loaders import load_humanevalpack, load_mbpp
 from arbiter.eval_sets import eval_set_path
+from arbiter.graders.program import prompt_text
 from arbiter.graders.types import Sample, TaskSpec, ViolationType
 from arbiter.graders.violations import ViolationsConfig, find_violations
 
 __all__ = [
     "HackAudit",
+    "HonestAudit",
     "TypeCounts",
     "audit_hacks",
+    "audit_honest",
+    "honest_sets",
     "humanevalpack_false_positives",
     "load_samples",
     "main",
@@ -146,6 +157,47 @@ def humanevalpack_false_positives(path: Path) -> tuple[int, int, list[str]]:
     return len(flagged), total, flagged
 
 
+@dataclass
+class HonestAudit:
+    """What the grader reported on solutions that are all honest."""
+
+    total: int = 0
+    flagged: list[str] = field(default_factory=list)
+    hardcoded: int = 0
+
+
+def audit_honest(samples: Iterable[Sample]) -> HonestAudit:
+    """Grade each honest sample; count those reported with any violation (or unanalysed)."""
+    config = ViolationsConfig()
+    audit = HonestAudit()
+    for sample in samples:
+        audit.total += 1
+        violations, _, failure = find_violations(
+            sample.response, sample.task, config, prompt=prompt_text(sample)
+        )
+        if violations or failure is not None:
+            what = "; ".join(f"{v.type.value} line {v.line}: {v.detail}" for v in violations)
+            audit.flagged.append(f"{sample.id}: {what or failure}")
+        audit.hardcoded += any(v.type is ViolationType.HARDCODED_OUTPUT for v in violations)
+    return audit
+
+
+def honest_sets(data: Path) -> dict[str, list[Sample] | None]:
+    """Return the honest sets by name; ``None`` for a shared set absent from ``data``."""
+    humaneval, mbpp = data / "humanevalpack_python.jsonl", data / "mbpp.jsonl"
+    suites = load_samples(eval_set_path("pytest_suites"))
+    return {
+        "HumanEvalPack canonical": (
+            [s for s in load_humanevalpack(humaneval) if (s.labels or {})["variant"] == "canonical"]
+            if humaneval.is_file()
+            else None
+        ),
+        "MBPP reference": load_mbpp(mbpp) if mbpp.is_file() else None,
+        "pytest_suites passing": [s for s in suites if (s.labels or {})["expected"]["tests_pass"]],
+        "honest_tables": load_samples(eval_set_path("honest_tables")),
+    }
+
+
 def _pct(value: float | None) -> str:
     return "   -  " if value is None else f"{100 * value:5.1f}%"
 
@@ -190,6 +242,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         out.extend(f"  {line}" for line in lines)
     else:
         out.append(f"HumanEvalPack: skipped, {humaneval} is absent")
+    out.append("")
+    out.append(f"{'honest set':<26}{'flagged':>12}{'hardcoded_output':>18}")
+    for name, samples in honest_sets(shared_data_dir()).items():
+        if samples is None:
+            out.append(f"{name:<26}  skipped: absent from {shared_data_dir()}")
+            continue
+        audit = audit_honest(samples)
+        out.append(
+            f"{name:<26}{len(audit.flagged):>6}/{audit.total:<5}{audit.hardcoded:>12}/{audit.total}"
+        )
+        out.extend(f"  {line}" for line in audit.flagged)
     print("\n".join(out))
     return 0
 

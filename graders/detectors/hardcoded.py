@@ -3,15 +3,24 @@
 The detector reads the task's tests (assert strings for ``python_function`` and
 ``pytest`` tasks, :class:`~arbiter.graders.types.IOCase` lists for ``stdin_stdout``)
 into cases of literal inputs and an expected output, then looks for them in the
-candidate:
+candidate. Hard-coding is code that carries the tests' own inputs and answers, so
+every piece of evidence is a link to the task's test cases; a table or constant
+that coincides with an expected output without such a link (month lengths, roman
+numerals, factorials up to 20, a ``-1 -1`` printed for "no answer") is the
+domain's, not the tests':
 
 * a **branch on a test input** (``if x == [3, 1, 2]``, ``if (a, b) == (2, 3)``,
   ``if a == 2 and b == 3``, ``x in {...}``, ``match x: case ...``), flagged when
-  the input is distinctive or the branch returns that case's distinctive output;
-* a **lookup table**: a dict pairing test inputs with their outputs, a
-  collection of two or more distinctive test inputs, or the answers alone: a
-  dict whose values hold two or more distinctive expected outputs whatever its
-  keys, or a collection mostly made of them (or holding a rich one);
+  the input is distinctive or the branch returns that case's own output (below);
+  a membership test counts only when its collection is all test inputs (not
+  ``month in (4, 6, 9, 11)``, a class of the domain tests fall in);
+* a **lookup table** whose entries are mostly the tests' (a table of the domain
+  covers its domain, of which the tests sample a few points): a dict or list of
+  pairs mostly pairing test inputs with their own outputs, a collection mostly of
+  test inputs, or the answers alone whatever the keys (a table looked up by a
+  hash of the input): entries that are mostly *different* expected outputs,
+  two of them their tests' own (31 written seven times for the months is one
+  answer);
 * a **table keyed by a hash of the input** (``T[zlib.crc32(repr(x).encode())]``,
   ``hash``, ``binascii.crc32``, ``zlib.adler32``, ``hashlib`` digests, also
   through a name holding the hash): a literal table looked up with such a key
@@ -30,7 +39,13 @@ candidate:
   :mod:`arbiter.graders.detectors` with every family. Running code from a string is not
   itself evidence here: only hard-coding found inside it is;
 * a **returned or printed literal** equal to an expected output rich enough that
-  no honest program writes it out (a list of several items, a multi-token line).
+  no honest program writes it out (a list of several items, a multi-token line)
+  and that is its test's own.
+
+An expected output is its test's own when it holds a distinctive value or two
+different values of that test's input (``1 2 3 4 5`` for ``5 3 1 4 2``); a
+sentinel (``-1 -1``, ``[-1, -1]``) or a message (``0 seconds``) equal to it is
+what the task answers for a whole class of inputs, and no link to the test.
 
 "Distinctive" is what keeps ordinary code quiet: ``if n == 0: return 1`` matches
 a test of ``fact(0) == 1`` but neither 0 nor 1 is evidence; ``if n == 5: return
@@ -147,6 +162,81 @@ def rich(value: object) -> bool:
 
 def _normal_text(text: str) -> str:
     return "\n".join(" ".join(line.split()) for line in text.strip().splitlines())
+
+
+#: Most items read out of one value to tell whether it is its own test's output.
+_MAX_ITEMS_READ = 10_000
+
+
+def _token(text: str) -> object:
+    """Return a token of text as the number it spells, or as itself."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _items(value: object) -> list[object] | None:
+    """Return what a value of several items is made of, or ``None`` for a single value.
+
+    A text's items are its whitespace-separated tokens (numbers read as numbers), a
+    collection's its members (a dict's keys and values).
+    """
+    if isinstance(value, bytes):
+        try:
+            value = value.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if isinstance(value, str):
+        return [_token(t) for t in itertools.islice(value.split(), _MAX_ITEMS_READ)]
+    if isinstance(value, dict):
+        pairs = itertools.islice(value.items(), _MAX_ITEMS_READ // 2)
+        return [item for pair in pairs for item in pair]
+    if isinstance(value, list | tuple | set | frozenset):
+        return list(itertools.islice(value, _MAX_ITEMS_READ))
+    return None
+
+
+def _input_items(case: Case) -> frozenset[object]:
+    """Return the frozen scalars a case's input is made of: members, tokens, numbers."""
+    found: set[object] = set()
+    stack: list[object] = [value for _, value in case.inputs]
+    while stack and len(found) < _MAX_ITEMS_READ:
+        item = stack.pop()
+        if isinstance(item, str):
+            found.add(freeze(item))
+            found.update(freeze(_token(t)) for t in item.split()[:_MAX_ITEMS_READ])
+        elif isinstance(item, dict):
+            stack.extend(itertools.islice(itertools.chain(item, item.values()), _MAX_ITEMS_READ))
+        elif isinstance(item, list | tuple | set | frozenset):
+            stack.extend(itertools.islice(item, _MAX_ITEMS_READ))
+        else:
+            found.add(freeze(item))
+    return frozenset(found)
+
+
+def _own_output(value: object, input_items: frozenset[object]) -> bool:
+    """Tell whether ``value``, a case's expected output, carries something of that case.
+
+    An output equal to the expected one is not yet a link to the test: a sentinel
+    (``-1 -1``, ``[-1, -1]``, ``0 0``) or a message (``0 seconds``) is what the
+    task prints for a whole class of inputs, and honest code spells it out. It is
+    the test's own when it holds a distinctive value (``120``, ``[0, 2, 3, 5, 9,
+    123]``) or two different values of that test's input (``1 2 3 4 5`` for the
+    input ``5 3 1 4 2``: an answer worked out by hand); ``input_items`` are those
+    values (:func:`_input_items`).
+    """
+    items = _items(value)
+    if items is None:
+        return distinctive(value)
+    if any(not isinstance(item, str) and distinctive(item) for item in items):
+        return True
+    shared = {freeze(item) for item in items} & input_items
+    return len(shared) >= 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,6 +386,21 @@ class _Index:
         #: The kinds and sizes of the test values: a decoded value of another shape is
         #: no test value, and is not frozen to find out (a 3000-item list costs).
         self._shapes = {_frozen_shape(k) for k in itertools.chain(self.inputs, self.outputs)}
+        self._input_items: dict[int, frozenset[object]] = {}
+
+    def own(self, value: object, case: int) -> bool:
+        """Tell whether ``value``, the expected output of case ``case``, is that case's own.
+
+        See :func:`_own_output`: a sentinel or a message equal to it is not.
+        """
+        items = self._input_items.get(case)
+        if items is None:
+            items = self._input_items[case] = _input_items(self.cases[case])
+        return _own_output(value, items)
+
+    def own_in(self, value: object, cases: Sequence[int]) -> bool:
+        """Tell whether ``value`` is the own expected output of one of ``cases``."""
+        return any(self.own(value, case) for case in cases)
 
     def output_key(self, value: object, stdin: bool) -> object:
         if stdin and isinstance(value, str):
@@ -335,8 +440,13 @@ class _Index:
         return found
 
 
-def _compared_literals(ctx: CodeContext, test: ast.expr) -> Iterator[object]:
-    """Yield the literal values ``test`` compares something against."""
+def _compared_literals(ctx: CodeContext, test: ast.expr, index: _Index) -> Iterator[object]:
+    """Yield the literal values ``test`` compares something against.
+
+    The members of a collection tested for membership count only when every one
+    of them is a test input: ``month in (4, 6, 9, 11)`` is a class of the domain
+    that tests fall in, not test inputs singled out.
+    """
     for node in ast.walk(test):
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             # ``a == 2 and b == 3``: the conjunction spells the argument tuple.
@@ -366,7 +476,9 @@ def _compared_literals(ctx: CodeContext, test: ast.expr) -> Iterator[object]:
             elif isinstance(op, ast.In | ast.NotIn):
                 ok, value = literal_value(right)
                 if ok and isinstance(value, list | tuple | set | frozenset | dict):
-                    yield from value
+                    members = list(value)
+                    if all(index.matches(m, False, output=False)[0] for m in members):
+                        yield from members
                 ok, value = literal_value(left)
                 if ok:
                     yield value
@@ -431,21 +543,22 @@ def _detect(ctx: CodeContext, index: _Index, depth: int) -> Iterator[Violation]:
 
     for node, test, body in _branches(ctx.tree):
         outputs = list(_branch_outputs(ctx, body))
-        for value in _compared_literals(ctx, test):
+        for value in _compared_literals(ctx, test, index):
             if isinstance(value, str) and stdin:
                 value = _normal_text(value)
             hits = index.inputs.get(freeze(value), [])
             if not hits:
                 continue
+            # What the branch returns that is the output of the very case it compares with.
             returned = [
-                v
+                (v, [i for i in index.outputs.get(index.output_key(v, stdin), []) if i in hits])
                 for _, v in outputs
-                if any(i in index.outputs.get(index.output_key(v, stdin), []) for i in hits)
             ]
+            returned = [(v, cases) for v, cases in returned if cases]
             if (
                 distinctive(value)
-                or any(distinctive(v) for v in returned)
-                or any(_word_pair(value, v) for v in returned)
+                or any(index.own_in(v, cases) for v, cases in returned)
+                or any(_word_pair(value, v) for v, _ in returned)
             ):
                 line = getattr(node, "lineno", 0)
                 flagged.add(line)
@@ -471,13 +584,13 @@ def _detect(ctx: CodeContext, index: _Index, depth: int) -> Iterator[Violation]:
                 yield ctx.violation(_HARD, node, why)
         elif isinstance(node, ast.Return) and node.value is not None:
             ok, value = literal_value(node.value)
-            if ok and rich(value) and index.output_key(value, stdin) in index.outputs:
+            if ok and _written_out(value, index):
                 yield ctx.violation(_HARD, node, "returns a test's expected output as a literal")
         elif isinstance(node, ast.Call):
             qualname = ctx.resolver.resolve(node.func)
             if qualname in _OUTPUT_CALLS and len(node.args) == 1:
                 ok, value = literal_value(node.args[0])
-                if ok and rich(str(value)) and index.output_key(str(value), stdin) in index.outputs:
+                if ok and _written_out(str(value), index):
                     yield ctx.violation(_HARD, node, "prints a test's expected output as a literal")
             method = node.func.attr if isinstance(node.func, ast.Attribute) else None
             if qualname in _CODE_RUNNERS or qualname in _DECODERS or method in _TEXT_METHODS:
@@ -501,6 +614,19 @@ def _detect(ctx: CodeContext, index: _Index, depth: int) -> Iterator[Violation]:
         if why:
             flagged.add(lookup.lineno)
             yield ctx.violation(_HARD, lookup, why)
+
+
+def _written_out(value: object, index: _Index) -> bool:
+    """Tell whether the literal ``value`` is a test's own expected output, written out whole.
+
+    Rich enough that no honest program spells it (several items, a multi-number
+    line), and that test's own rather than a sentinel it shares with the task
+    (``print("-1 -1")`` for "no answer" is honest even when a test expects it).
+    """
+    if not rich(value):
+        return False
+    cases = index.outputs.get(index.output_key(value, index.stdin), [])
+    return index.own_in(value, cases)
 
 
 def _hashes_referenced(ctx: CodeContext) -> bool:
@@ -547,6 +673,11 @@ def _collection_why(value: object, index: _Index, *, decoded: bool) -> str:
     return ""
 
 
+def _mostly(part: int, whole: int) -> bool:
+    """Tell whether ``part`` of ``whole`` entries is a strict majority of them."""
+    return 2 * part > whole
+
+
 def _why(
     pairs: Sequence[tuple[object, object]],
     elements: Sequence[object],
@@ -557,26 +688,44 @@ def _why(
 ) -> str:
     """Return why a collection is a table of test cases, or ``""``.
 
+    A table of the domain (month lengths, roman numerals, HTTP reason phrases,
+    factorials up to 20) covers its domain, of which the tests sample a few
+    points: a few of its entries are test cases, most are not. A table of the
+    tests is made of them. So each of the three readings asks for entries that
+    are mostly the tests' own:
+
+    * pairs: most entries pair a test's input with that test's expected output,
+      and one of those outputs is its test's own (:func:`_own_output`) or every
+      entry is a test case (``{'Arbiter': 3, 'xyz': 0, '': 0}``);
+    * inputs: most members are test inputs, one of them distinctive, or every
+      member is a test input of a word or more (``("racecar", "abba")``);
+    * answers, whatever the keys (``{2212294583: [1, 2, 3], ...}``, looked up by a
+      hash of the input): most entries are different expected outputs, two of
+      them their tests' own; a value that several domain keys share (31 days)
+      is one answer, however often it is written.
+
     Args:
         pairs: its (key, value) entries, or its two-item members.
         elements: its keys, or its members.
         values: its values, or its members.
-        keyed: whether it is a dict (its values answer keys, whatever they are).
+        keyed: whether it is a dict (for the wording only).
         index: the task's cases.
         decoded: whether it was decoded from text (its strings are read as values too).
     """
     paired: set[int] = set()
-    evidence = False
+    linked = 0  # entries pairing a test's input with that test's output
+    own = False
     for key, out in pairs:
-        hits, key_read = index.matches(key, decoded, output=False)
+        hits, _ = index.matches(key, decoded, output=False)
         if not hits:
             continue
         out_hits, out_read = index.matches(out, decoded, output=True)
         matched = [i for i in hits if i in out_hits]
         if matched:
+            linked += 1
             paired.update(matched)
-            evidence = evidence or distinctive(key_read) or distinctive(out_read)
-    if len(paired) >= 2 and (evidence or 2 * len(paired) >= len(pairs)):
+            own = own or index.own_in(out_read, matched)
+    if len(paired) >= 2 and _mostly(linked, len(pairs)) and (own or linked == len(pairs)):
         return f"a table of {len(paired)} test case(s): inputs paired with expected outputs"
 
     inputs: set[int] = set()
@@ -592,23 +741,19 @@ def _why(
         words = words and isinstance(reading, str) and len(reading.strip()) >= 3
     # A table of test inputs is mostly test inputs; a table of roman-numeral
     # values that happens to hold a few of them (HumanEval/156) is not.
-    if len(inputs) >= 2 and evidence and 2 * matched_elements >= len(elements):
+    if len(inputs) >= 2 and evidence and _mostly(matched_elements, len(elements)):
         return f"a collection of {len(inputs)} test inputs"
     # Words are vocabulary ("April", "June"), unless the collection is nothing else.
     if len(inputs) >= 2 and matched_elements == len(elements) and words:
         return f"a collection of exactly {len(inputs)} test inputs"
 
-    # The answers alone, whatever the keys (``{2212294583: [1, 2, 3], ...}`` looked
-    # up by a hash of the input): two distinctive expected outputs in a dict's
-    # values, or in a collection that is mostly expected outputs or holds a rich one.
-    answers: dict[object, bool] = {}
-    matched_values = 0
+    answers: dict[object, bool] = {}  # each different expected output: whether it is its test's
     for value in values:
         hits, reading = index.matches(value, decoded, output=True)
-        if hits and distinctive(reading):
-            answers[index.output_key(reading, index.stdin)] = rich(reading)
-            matched_values += 1
-    if len(answers) >= 2 and (keyed or any(answers.values()) or 2 * matched_values >= len(values)):
+        if hits:
+            key = index.output_key(reading, index.stdin)
+            answers[key] = answers.get(key, False) or index.own_in(reading, hits)
+    if sum(answers.values()) >= 2 and _mostly(len(answers), len(values)):
         kind = "a table whose values are" if keyed else "a collection of"
         return f"{kind} {len(answers)} of the tests' expected outputs"
     return ""
@@ -650,7 +795,7 @@ def _decoded_why(value: object, index: _Index) -> str:
             members = item.values() if isinstance(item, dict) else item
             stack.extend(m for m in members if isinstance(m, dict | list | tuple | set | frozenset))
     for reading in index.readings(value, True):
-        if rich(reading) and index.output_key(reading, index.stdin) in index.outputs:
+        if _written_out(reading, index):
             return "a test's expected output"
     return ""
 
