@@ -35,9 +35,11 @@ __all__ = [
     "Declared",
     "Language",
     "LanguageLimits",
+    "MalformedProgram",
     "ProgramParts",
     "Toolchain",
     "UnsupportedTask",
+    "source_text",
 ]
 
 
@@ -47,6 +49,36 @@ class UnsupportedTask(ValueError):
     Raised by a language for a task, never for a candidate: the grader reports it
     as the task's collection error, with this message.
     """
+
+
+class MalformedProgram(ValueError):
+    """The candidate's code cannot be made into a build: the candidate's fault, not the task's.
+
+    Raised by the readers of the candidate's code (:meth:`Language.candidate`,
+    :meth:`Language.program`) for text no compiler can be handed: text that is not
+    Unicode a file can hold (a lone surrogate has no UTF-8 form). Everything else a
+    reader does not understand goes to the compiler, whose diagnostics say why. The
+    grader reports it as the candidate's compile error, with this message; it is
+    never an :class:`UnsupportedTask`, which blames the task.
+    """
+
+
+def source_text(code: str) -> str:
+    r"""Return ``code`` when it can be written to a source file as UTF-8.
+
+    Raises:
+        MalformedProgram: ``code`` holds a lone surrogate (JSON's ``"\ud800"`` decodes
+            to one), which no file holds: writing the build would fail on our side.
+    """
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as e:
+        line = code.count("\n", 0, e.start) + 1
+        raise MalformedProgram(
+            f"the code is not valid Unicode text: {e.reason} at line {line} "
+            f"({code[e.start : e.end].encode('utf-8', 'backslashreplace').decode()})"
+        ) from e
+    return code
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,26 +200,39 @@ class Language:
         return Toolchain(paths=paths, version=version, roots=self.extra_roots)
 
     def defines(self, code: str, name: str) -> bool:
-        """Whether ``code`` defines the function ``name`` (so it stands without the prompt)."""
+        """Whether ``code`` defines the function ``name`` (so it stands without the prompt).
+
+        ``code`` is the candidate's: this never raises, whatever it holds.
+        """
         raise NotImplementedError
 
     def declared(self, parts: ProgramParts) -> list[Declared]:
         """The functions the candidate writes and the tests call, declared by the prompt.
 
-        Raises :class:`UnsupportedTask` when none can be found.
+        Raises :class:`UnsupportedTask` when none can be found, and nothing else.
         """
         raise NotImplementedError
 
     def candidate(self, parts: ProgramParts) -> Build:
-        """The candidate's code with the dispatcher that serves the declared functions."""
+        """The candidate's code with the dispatcher that serves the declared functions.
+
+        Raises :class:`UnsupportedTask` for what the prompt declares (the task's), and
+        :class:`MalformedProgram` for the candidate's code; it raises nothing else.
+        """
         raise NotImplementedError
 
     def harness(self, parts: ProgramParts) -> Build:
-        """The tests, the prompt's helpers and a stub per declared function: no candidate code."""
+        """The tests, the prompt's helpers and a stub per declared function: no candidate code.
+
+        Reads the task's text only; raises :class:`UnsupportedTask`, nothing else.
+        """
         raise NotImplementedError
 
     def program(self, code: str) -> Build:
-        """The candidate's code as a standalone program (``stdin_stdout``)."""
+        """The candidate's code as a standalone program (``stdin_stdout``).
+
+        Raises :class:`MalformedProgram` for code no build can hold, nothing else.
+        """
         raise NotImplementedError
 
     def naive(self, parts: ProgramParts) -> Build:

@@ -28,6 +28,7 @@ its replies reach the harness, as values of the declared types.
 
 from __future__ import annotations
 
+import heapq
 import re
 from pathlib import Path
 from typing import ClassVar
@@ -39,6 +40,7 @@ from arbiter.graders.languages.base import (
     LanguageLimits,
     ProgramParts,
     UnsupportedTask,
+    source_text,
 )
 
 __all__ = ["LANGUAGE", "CppLanguage", "mask"]
@@ -97,6 +99,16 @@ _UNSUPPORTED_TYPE = re.compile(
 )
 
 
+#: A raw string literal's opening: its delimiter (at most 16 characters) and ``(``.
+_RAW_OPENING = re.compile(r'"([^()\\\s]{0,16})\(')
+#: ``noexcept(...)`` with its condition (no parenthesis inside it).
+_NOEXCEPT_ARGS = re.compile(r"noexcept\s*\([^()]*\)")
+#: The qualifier words a declaration's header may end with (before its body or ``;``),
+#: and the fewer that :meth:`CppLanguage.defines` accepts before a body.
+_DECLARATION_QUALIFIERS = ("const", "volatile", "noexcept", "override", "final")
+_DEFINITION_QUALIFIERS = ("const", "noexcept", "override", "final")
+
+
 def _runtime() -> str:
     return _RUNTIME_PATH.read_text(encoding="utf-8")
 
@@ -114,6 +126,7 @@ def mask(src: str) -> str:
     n = len(src)
     i = 0
     line_start = True  # only blanks since the last newline
+    run_quote, run_start = -1, -1  # the last quote seen, and where its word run starts
 
     def blank(a: int, b: int) -> None:
         for k in range(a, min(b, n)):
@@ -159,7 +172,7 @@ def mask(src: str) -> str:
         if c == '"':
             raw = re.search(r"(?:u8|[uUL])?R$", src[max(0, i - 3) : i])
             if raw and (i - len(raw.group(0)) == 0 or not _is_word(src[i - len(raw.group(0)) - 1])):
-                m = re.match(r'"([^()\\\s]{0,16})\(', src[i:])
+                m = _RAW_OPENING.match(src, i)
                 if m:
                     close = ")" + m.group(1) + '"'
                     end = src.find(close, i + len(m.group(0)))
@@ -172,9 +185,16 @@ def mask(src: str) -> str:
             i = j
             continue
         if c == "'":
+            # Where the run of word characters and quotes before this quote starts;
+            # a walk that reaches the previous quote's run takes its start (each
+            # character is walked once: 1'0'0'... stays linear).
             k = i - 1
             while k >= 0 and (_is_word(src[k]) or src[k] == "'"):
+                if k == run_quote:
+                    k = run_start - 1
+                    break
                 k -= 1
+            run_quote, run_start = i, k + 1
             if k + 1 < i and src[k + 1].isdigit():  # a digit separator: 1'000'000
                 i += 1
                 continue
@@ -188,6 +208,22 @@ def mask(src: str) -> str:
 
 def _is_word(c: str) -> bool:
     return c.isalnum() or c == "_"
+
+
+def _last_word(text: str, end: int) -> str:
+    r"""Return the identifier that ends at ``end`` (``""`` if none).
+
+    What ``re.search(r"[A-Za-z_]\w*$", text[:end])`` finds, without the copy or the
+    search from the start of the text (once per call site: quadratic over a response).
+    """
+    start = end
+    while start > 0 and _is_word(text[start - 1]):
+        start -= 1
+    while start < end and not (
+        text[start].isascii() and (text[start].isalpha() or text[start] == "_")
+    ):
+        start += 1
+    return text[start:end]
 
 
 def _literal_end(src: str, i: int, quote: str) -> int:
@@ -330,26 +366,149 @@ def _open_declaration(prompt: str, entry_point: str | None = None) -> _Open:
     if stack:
         return _declaration(prompt, masked, stack[0], keep=None)
     if entry_point:
-        for m in reversed(list(re.finditer(r"\b" + re.escape(entry_point) + r"\s*\(", masked))):
-            end = _close_paren(masked, m.end() - 1)
-            tail = re.match(_QUALIFIERS + r";", masked[end:]) if end > 0 else None
-            depth = masked.count("{", 0, m.start()) - masked.count("}", 0, m.start())
-            if tail and depth == 0:
-                return _declaration(prompt, masked, end + tail.end() - 1, keep=len(prompt))
+        calls = list(re.finditer(r"\b" + re.escape(entry_point) + r"\s*\(", masked))
+        pairs = _paren_pairs(masked)
+        next_stop = _NextStop(masked)
+        prototypes: list[int] = []
+        depth, counted = 0, 0
+        for m in calls:
+            depth += masked.count("{", counted, m.start()) - masked.count("}", counted, m.start())
+            counted = m.start()
+            end = pairs.get(m.end() - 1, -1)
+            if end < 0 or depth != 0:
+                continue
+            semicolon = _qualifiers_to(masked, end, ";", _DECLARATION_QUALIFIERS, True, next_stop)
+            if semicolon >= 0:
+                prototypes.append(semicolon)
+        if prototypes:
+            return _declaration(prompt, masked, prototypes[-1], keep=len(prompt))
     raise UnsupportedTask("the prompt ends with no open function for the candidate to write")
 
 
-_QUALIFIERS = (
-    r"\s*(?:(?:const|volatile|noexcept(?:\s*\([^()]*\))?|override|final|&&?)\s*)*"
-    r"(?:->\s*[^{;]+?)?\s*"
-)
+def _qualifier_ends(text: str, at: int, words: tuple[str, ...], refs: bool) -> list[int]:
+    """Return where a qualifier or one white-space character starting at ``at`` may end.
+
+    The qualifiers are ``words``, ``noexcept(...)``, and ``&`` and ``&&`` when ``refs``.
+    """
+    c = text[at]
+    if c.isspace():
+        return [at + 1]
+    if c == "&":
+        if not refs:
+            return []
+        return [at + 1, at + 2] if text.startswith("&", at + 1) else [at + 1]
+    ends = [at + len(w) for w in words if text.startswith(w, at)]
+    if ends and text.startswith("noexcept", at):
+        found = _NOEXCEPT_ARGS.match(text, at)
+        if found:
+            ends.append(found.end())
+    return ends
+
+
+def _qualifiers_start(text: str) -> int:
+    r"""Return where the qualifiers that ``text`` ends with begin.
+
+    That is the leftmost ``s`` whose ``text[s:]`` is white space and qualifiers (const,
+    volatile, noexcept(...), override, final, & and &&), then at most a trailing return
+    type (``-> T``): what ``re.search(r"\s*(?:(?:const|...|&&?)\s*)*(?:->\s*[^{;]+?)?\s*$",
+    text).start()`` finds, here in one pass from the end. That search tries every start
+    and every split of a run of white space between its three ``\s*``, cubic in the run's
+    length: a prompt's comment is blanked into such a run, and HumanEvalPack's CPP/115
+    cost 2 s of CPU per sample.
+    """
+    n = len(text)
+    # None of it holds a brace or a semicolon: the start lies after the last one.
+    floor = max(text.rfind("{"), text.rfind(";")) + 1
+    ok = [False] * (n - floor + 1)
+    ok[n - floor] = True
+    start = n
+    for at in range(n - 1, floor - 1, -1):
+        if text.startswith("->", at):
+            found = at + 2 < n  # a return type of at least one character follows
+        else:
+            ends = _qualifier_ends(text, at, _DECLARATION_QUALIFIERS, True)
+            found = any(ok[end - floor] for end in ends)
+        if found:
+            ok[at - floor] = True
+            start = at
+    return start
+
+
+class _NextStop:
+    """Find the first ``{`` or ``;`` at or after a position, asked for in rising order.
+
+    An answer holds for every position up to it, so a text is searched once over
+    however many declarations ask.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.searched_from = -1
+        self.found = -1
+
+    def __call__(self, at: int) -> int:
+        """Return the index of the first stop at or after ``at``, or -1."""
+        holds = 0 <= self.searched_from <= at and (self.found < 0 or self.found >= at)
+        if not holds:
+            hit = _STOPS.search(self.text, at)
+            self.searched_from, self.found = at, (hit.start() if hit else -1)
+        return self.found
+
+
+_STOPS = re.compile(r"[{;]")
+
+
+def _qualifiers_to(
+    text: str,
+    at: int,
+    closer: str,
+    words: tuple[str, ...],
+    refs: bool,
+    next_stop: _NextStop,
+) -> int:
+    r"""Return the index of ``closer`` (``{`` or ``;``) that qualifiers from ``at`` lead to.
+
+    ``text[at:]`` must read as white space and qualifiers, at most a trailing return
+    type, then ``closer``; -1 when it does not. What ``re.match(r"\s*(?:(?:const|...)
+    \s*)*(?:->\s*[^{;]+?)?\s*\{", text[at:])`` finds, in time proportional to the
+    qualifiers read: that match backtracks cubically over white space after ``->`` that
+    no brace follows, and the slice copies the rest of the text at every call.
+    """
+    pending, seen = [at], set()
+    while pending:
+        here = heapq.heappop(pending)
+        if here in seen or here >= len(text):
+            continue
+        seen.add(here)
+        c = text[here]
+        if c in "{;":  # the first stop: every reading ends here
+            return here if c == closer else -1
+        if text.startswith("->", here):
+            stop = next_stop(here + 2)
+            if stop > here + 2 and text[stop] == closer:
+                return stop
+            continue
+        for end in _qualifier_ends(text, here, words, refs):
+            heapq.heappush(pending, end)
+    return -1
+
+
+def _paren_pairs(text: str) -> dict[int, int]:
+    """Map each ``(`` of ``text`` that closes to the index just after its ``)``."""
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for found in re.finditer(r"[()]", text):
+        if found.group() == "(":
+            stack.append(found.start())
+        elif stack:
+            pairs[stack.pop()] = found.start() + 1
+    return pairs
 
 
 def _declaration(prompt: str, masked: str, end: int, keep: int | None) -> _Open:
     """Read the declaration whose text ends at ``end`` (its body's brace, or its ``;``)."""
     before = masked[:end]
-    m = re.search(_QUALIFIERS + "$", before)
-    head = before[: m.start() if m else len(before)].rstrip()
+    head = before[: _qualifiers_start(before)].rstrip()
     if not head.endswith(")"):
         raise UnsupportedTask("the prompt's open block is not a function's body")
     lparen = _open_paren(head, len(head) - 1)
@@ -434,29 +593,29 @@ class CppLanguage(Language):
 
     def defines(self, code: str, name: str) -> bool:
         """Whether ``code`` holds a definition of the free function ``name`` (a body follows)."""
+        # Each occurrence is read where it is, with no slice of the text before or
+        # after it: a response repeating ``a name(`` must cost no more than its length.
         masked = mask(code)
+        pairs: dict[int, int] | None = None
+        next_stop = _NextStop(masked)
         for m in re.finditer(r"\b" + re.escape(name) + r"\s*\(", masked):
-            before = masked[: m.start()].rstrip()
-            if not before:
+            last = m.start()
+            while last > 0 and masked[last - 1].isspace():
+                last -= 1
+            if last == 0:
                 continue
-            last = before[-1]
-            if not (_is_word(last) or last in ">*&"):
+            if not (_is_word(masked[last - 1]) or masked[last - 1] in ">*&"):
                 continue
-            word = re.search(r"([A-Za-z_]\w*)$", before)
-            if word and word.group(1) in _KEYWORDS_BEFORE_CALL:
+            if _last_word(masked, last) in _KEYWORDS_BEFORE_CALL:
                 continue
-            if before.endswith("->"):  # p->name(...): a member call
+            if masked.startswith("->", last - 2):  # p->name(...): a member call
                 continue
-            end = _close_paren(masked, m.end() - 1)
+            if pairs is None:
+                pairs = _paren_pairs(masked)
+            end = pairs.get(m.end() - 1, -1)
             if end < 0:
                 continue
-            rest = masked[end:]
-            after = re.match(
-                r"\s*(?:(?:const|noexcept(?:\s*\([^()]*\))?|override|final)\s*)*"
-                r"(?:->\s*[^{;]+?)?\s*\{",
-                rest,
-            )
-            if after:
+            if _qualifiers_to(masked, end, "{", _DEFINITION_QUALIFIERS, False, next_stop) >= 0:
                 return True
         return False
 
@@ -549,6 +708,7 @@ class CppLanguage(Language):
         (:meth:`standalone_context`).
         """
         declared = self.declared(parts)
+        source_text(parts.code)
         context = self.standalone_context(parts)
         source = "\n".join(
             [
@@ -623,7 +783,7 @@ class CppLanguage(Language):
 
     def program(self, code: str) -> Build:
         """The candidate's code alone, compiled with ``-O2``; it reads stdin."""
-        libs = _libraries(code)
+        libs = _libraries(source_text(code))
         return Build(
             files={"program.cpp": code},
             compile=(("g++", *PROGRAM_CXXFLAGS, "-o", "program", "program.cpp", *libs),),

@@ -46,6 +46,7 @@ from arbiter.graders.languages.base import (
     ProgramParts,
     Toolchain,
     UnsupportedTask,
+    source_text,
 )
 
 __all__ = ["LANGUAGE", "GoLanguage", "Token", "tokenize"]
@@ -251,10 +252,18 @@ class _Header:
     body: int  # where the text after the imports begins
 
 
-def _unquote(tok: Token) -> str:
+def _unquote(tok: Token) -> str | None:
+    r"""Return an import path's text, or ``None`` when its escapes do not decode.
+
+    The header may be the candidate's: ``import "\x"`` is for the compiler to refuse,
+    not for this reader to raise on (it raised ``UnicodeDecodeError``, a crash of ours).
+    """
     if tok.text.startswith("`"):
         return tok.text.strip("`")
-    return tok.text[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    try:
+        return tok.text[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:
+        return None
 
 
 def _header(text: str, tokens: list[Token] | None = None) -> _Header:
@@ -291,9 +300,10 @@ def _header(text: str, tokens: list[Token] | None = None) -> _Header:
             if j >= len(toks) or toks[j].kind != "string":
                 break
             path_tok = toks[j]
-            specs.append(
-                _Import(name_tok.text if name_tok else None, _unquote(path_tok), name_tok, path_tok)
-            )
+            path = _unquote(path_tok)
+            if path is None:
+                break
+            specs.append(_Import(name_tok.text if name_tok else None, path, name_tok, path_tok))
             j += 1
             if not grouped:
                 closed = True
@@ -346,9 +356,13 @@ def _blank_unused(text: str) -> str:
         start = imp.name_tok.start if imp.name_tok else imp.path_tok.start
         if spec != text[start : imp.path_tok.end]:
             edits.append((start, imp.path_tok.end, spec))
-    for start, end, spec in reversed(edits):
-        text = text[:start] + spec + text[end:]
-    return text
+    # Joined once: one copy of the text per edit is quadratic in a header of many imports.
+    pieces, at = [], 0
+    for start, end, spec in edits:
+        pieces += [text[at:start], spec]
+        at = end
+    pieces.append(text[at:])
+    return "".join(pieces)
 
 
 def _top_names(text: str, tokens: list[Token]) -> set[str]:
@@ -470,6 +484,10 @@ _DEFAULT_SETUP = (
 )
 
 
+#: The deepest type :class:`_Types` reads (``[][]map[string]*T`` is 4).
+_MAX_TYPE_DEPTH = 100
+
+
 class _Types:
     """Reads a Go type from tokens, normalized, refusing what the bridge cannot carry."""
 
@@ -480,36 +498,41 @@ class _Types:
     def at(self, i: int) -> Token | None:
         return self.toks[i] if i < len(self.toks) else None
 
-    def read(self, i: int) -> tuple[str, int]:
+    def read(self, i: int, depth: int = 0) -> tuple[str, int]:
+        # A bound on the recursion: the text may be the candidate's (``defines`` reads
+        # every signature), and ``**...*int`` deeper than Python's stack is no type
+        # the bridge carries.
+        if depth > _MAX_TYPE_DEPTH:
+            raise UnsupportedTask(f"a type is nested more than {_MAX_TYPE_DEPTH} deep")
         t = self.at(i)
         if t is None:
             raise UnsupportedTask("a type ends early")
         if _is(t, "*"):
-            inner, i = self.read(i + 1)
+            inner, i = self.read(i + 1, depth + 1)
             return "*" + inner, i
         if _is(t, "("):
-            inner, i = self.read(i + 1)
+            inner, i = self.read(i + 1, depth + 1)
             if not _is(self.at(i), ")"):
                 raise UnsupportedTask("a parenthesized type is not closed")
             return inner, i + 1
         if _is(t, "["):
             nxt = self.at(i + 1)
             if _is(nxt, "]"):
-                inner, i = self.read(i + 2)
+                inner, i = self.read(i + 2, depth + 1)
                 return "[]" + inner, i
             if nxt is not None and nxt.kind == "number" and _is(self.at(i + 2), "]"):
                 if not re.fullmatch(r"[0-9]+", nxt.text):
                     raise UnsupportedTask(f"an array length {nxt.text!r} is not a decimal")
-                inner, i = self.read(i + 3)
+                inner, i = self.read(i + 3, depth + 1)
                 return f"[{int(nxt.text)}]" + inner, i
             raise UnsupportedTask("an array type's length must be a decimal number")
         if _is(t, "map"):
             if not _is(self.at(i + 1), "["):
                 raise UnsupportedTask("a map type needs [")
-            key, i = self.read(i + 2)
+            key, i = self.read(i + 2, depth + 1)
             if not _is(self.at(i), "]"):
                 raise UnsupportedTask("a map type's key is not closed")
-            value, i = self.read(i + 1)
+            value, i = self.read(i + 1, depth + 1)
             return f"map[{key}]{value}", i
         if _is(t, "interface"):
             if _is(self.at(i + 1), "{") and _is(self.at(i + 2), "}"):
@@ -777,7 +800,7 @@ class GoLanguage(Language):
     def candidate(self, parts: ProgramParts) -> Build:
         """The candidate's code as ``package main`` and a dispatcher that serves the function."""
         f = self._declaration(parts)
-        code = _add_missing(_blank_unused(_as_main(parts.code)))
+        code = _add_missing(_blank_unused(_as_main(source_text(parts.code))))
         has_main = any(g.name == "main" for g in _funcs(code, frozenset()))
         signature = _signature(f)
         dispatch = (
@@ -836,7 +859,7 @@ class GoLanguage(Language):
         limits = 'package main\n\nimport _ "arbiterbridge"\n'
         return Build(
             files={
-                "main.go": _add_missing(_blank_unused(_as_main(code))),
+                "main.go": _add_missing(_blank_unused(_as_main(source_text(code)))),
                 "zz_arbiter_limits.go": limits,
                 _RUNTIME_PATH: self._runtime(),
             },

@@ -49,6 +49,7 @@ from arbiter.graders.languages.base import (
     ProgramParts,
     Toolchain,
     UnsupportedTask,
+    source_text,
 )
 
 __all__ = ["LANGUAGE", "JavaLanguage", "mask"]
@@ -456,7 +457,7 @@ class JavaLanguage(Language):
     def candidate(self, parts: ProgramParts) -> Build:
         """The candidate's code (the prompt's imports added) and the dispatching main class."""
         opened = _open_method(parts.prompt)
-        code = parts.code
+        code = source_text(parts.code)
         masked = mask(code)
         if not re.search(rf"\b(?:class|interface|enum|record)\s+{_IDENT}", masked):
             # Methods without a class: they go in the prompt's class, where the prompt
@@ -534,7 +535,7 @@ class JavaLanguage(Language):
 
     def program(self, code: str) -> Build:
         """The code alone, run from the class that defines ``main``."""
-        masked = mask(code)
+        masked = mask(source_text(code))
         unit = self._unit(code, "Main")
         main = _main_class(masked) or "Main"
         return Build(

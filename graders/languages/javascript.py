@@ -40,6 +40,7 @@ from arbiter.graders.languages.base import (
     LanguageLimits,
     ProgramParts,
     UnsupportedTask,
+    source_text,
 )
 
 __all__ = ["LANGUAGE", "JavaScriptLanguage", "mask"]
@@ -249,7 +250,7 @@ class JavaScriptLanguage(Language):
         """The candidate's script with the dispatcher appended; ``node --check`` compiles it."""
         opened = _open_declaration(parts.prompt)
         awaited = (opened.declared.name,) if opened.is_async else ()
-        code = parts.code
+        code = source_text(parts.code)
         helpers = _helpers(parts.prompt[: opened.start])
         if not parts.continued and helpers and not any(self.defines(code, h) for h in helpers):
             # A whole answer that leaves out the prompt's helpers (HumanEvalPack's encodeCyclic)
@@ -297,7 +298,7 @@ class JavaScriptLanguage(Language):
     def program(self, code: str) -> Build:
         """The code alone, as ``main.js``."""
         return Build(
-            files={"main.js": code, "package.json": PACKAGE_JSON},
+            files={"main.js": source_text(code), "package.json": PACKAGE_JSON},
             compile=(("node", "--v8-pool-size=1", "--check", "main.js"),),
             artifacts=("main.js", "package.json"),
             run=("node", *NODE_FLAGS, "main.js"),

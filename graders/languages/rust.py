@@ -47,6 +47,7 @@ from arbiter.graders.languages.base import (
     ProgramParts,
     Toolchain,
     UnsupportedTask,
+    source_text,
 )
 
 __all__ = ["LANGUAGE", "RustLanguage"]
@@ -713,7 +714,8 @@ class RustLanguage(Language):
     def candidate(self, parts: ProgramParts) -> Build:
         """The code as a library crate, a dispatcher module appended; ``main.rs`` serves it."""
         found = _find(parts.prompt, parts.entry_point)
-        code = parts.code if parts.code.endswith("\n") else parts.code + "\n"
+        code = source_text(parts.code)
+        code = code if code.endswith("\n") else code + "\n"
         main = (
             "// Arbiter: serve the candidate's functions on descriptor 3.\n"
             "fn main() {\n"
@@ -761,7 +763,7 @@ class RustLanguage(Language):
     def program(self, code: str) -> Build:
         """The code as a standalone binary: its own ``main`` reads stdin, writes stdout."""
         return Build(
-            files={"main.rs": code},
+            files={"main.rs": source_text(code)},
             compile=(_rustc("main.rs", "main", bridge=False),),
             artifacts=("main",),
             run=("./main",),
