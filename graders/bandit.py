@@ -46,6 +46,7 @@ from pydantic import Field, field_validator
 from arbiter.graders.analysis_pool import shared_pool
 from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.program import prompt_text
+from arbiter.graders.sandbox.syntax import parse_module
 from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
 from arbiter.graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
 
@@ -117,6 +118,8 @@ LEVELS: tuple[Level, ...] = ("UNDEFINED", "LOW", "MEDIUM", "HIGH")
 #: bare name. The directory does not exist, so no real ``__init__.py`` is found.
 _FILENAME = "/<response>/response.py"
 _SNIPPET_LINES = 3
+#: What a parser's refusal of a depth says: CPython cannot compile it either.
+_TOO_DEEP_TO_PARSE = "the code is nested too deeply for Python's parser"
 
 
 def known_test_ids() -> frozenset[str]:
@@ -286,6 +289,17 @@ def _snippet(lines: Sequence[str], line_range: Sequence[int]) -> str:
     return "\n".join(lines[max(first, 1) - 1 : last]).strip("\n")
 
 
+def _too_deep(code: str) -> BanditAnalysis:
+    """Say which gave up on ``code``: Python's parser (a syntax error) or bandit's visitor."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parse_module(code)
+    except (SyntaxError, RecursionError, MemoryError):
+        return BanditAnalysis(syntax_error=_TOO_DEEP_TO_PARSE)
+    return BanditAnalysis(unanalysable="the code is nested too deeply for bandit's visitor")
+
+
 def analyze_bandit(code: str, selection: BanditSelection) -> BanditAnalysis:
     """Run bandit on ``code`` in this process (pure: same code, same analysis).
 
@@ -324,10 +338,11 @@ def analyze_bandit(code: str, selection: BanditSelection) -> BanditAnalysis:
             visitor.process(code)
     except SyntaxError as e:
         return BanditAnalysis(syntax_error=f"line {e.lineno}: {e.msg}")
-    except RecursionError:
-        return BanditAnalysis(
-            unanalysable="the code is nested too deeply for Python's parser or bandit's visitor"
-        )
+    except (RecursionError, MemoryError):
+        # CPython's parser runs out of its stack on a long unary chain (MemoryError) or
+        # a 3,000-term sum (RecursionError); bandit's visitor recurses once per level
+        # of code that parses. Either way the code is the candidate's to blame.
+        return _too_deep(code)
     plugin_errors = tuple(_PLUGIN_ERRORS.messages)
     _PLUGIN_ERRORS.messages.clear()
 
@@ -423,6 +438,16 @@ class BanditConfig(GraderConfig):
     max_listed_findings: Annotated[int, Field(ge=0)] = Field(
         default=100, description="Findings listed in details (counts always cover all)."
     )
+    fail_as_zero: bool = Field(
+        default=True,
+        description=(
+            "Score the candidate's own faults as 0.0, their kind kept in details.failure_kind: "
+            "no_code, syntax_error (Python's parser refusing code nested too deeply "
+            "included) and unanalysable (code nested too deeply for bandit's visitor); false "
+            "leaves them unscored, for the rubric's on_missing to decide. A failure of ours "
+            "(a dead analysis worker, a plugin's crash) is never a 0."
+        ),
+    )
 
     @field_validator("severity_weights")
     @classmethod
@@ -479,7 +504,8 @@ class BanditGrader(Grader[BanditConfig]):
     """Scores the response's code by bandit's findings, severity x confidence."""
 
     name: ClassVar[str] = "bandit"
-    version: ClassVar[str] = "1"
+    #: 2: the candidate's own faults (no code, a syntax error, code too deep) score 0.
+    version: ClassVar[str] = "2"
     config_model = BanditConfig
     description: ClassVar[str] = "bandit findings (in-process), weighted by severity x confidence"
     default_timeout_s: ClassVar[float] = 10.0
@@ -505,6 +531,7 @@ class BanditGrader(Grader[BanditConfig]):
             config.selection(),
             prompt=prompt_text(sample),
             language=sample.task.language if sample.task is not None else "python",
+            fail_as_zero=config.fail_as_zero,
         )
         if isinstance(outcome, GradeResult):
             return outcome

@@ -80,7 +80,7 @@ _HALSTEAD_FIELDS = (
     "time",
     "bugs",
 )
-_TOO_DEEP = "the code is nested too deeply for Python's parser or radon's visitors"
+_TOO_DEEP = "the code is nested too deeply for radon's visitors"
 _RAW_FIELDS = ("loc", "lloc", "sloc", "comments", "multi", "blank", "single_comments")
 
 
@@ -223,8 +223,10 @@ def measure_radon(code: str, options: RadonOptions) -> RadonMetrics:
         return RadonMetrics(syntax_error=f"line {e.lineno}: {e.msg}")
     except ValueError as e:  # "source code string cannot contain null bytes"
         return RadonMetrics(syntax_error=str(e))
-    except RecursionError:
-        return RadonMetrics(unanalysable=_TOO_DEEP)
+    except (RecursionError, MemoryError):
+        # CPython's parser runs out of its stack (a long unary chain is a MemoryError):
+        # code it cannot compile either, so a syntax error.
+        return RadonMetrics(syntax_error="the code is nested too deeply for Python's parser")
     # radon's raw line counter re-tokenizes a logical line once per physical line
     # it spans: quadratic, so a statement spanning more than max_statement_lines
     # (bandit's long_set.py example is one literal of thousands of lines) is
@@ -330,13 +332,25 @@ class RadonConfig(GraderConfig):
     )
     max_statement_lines: Annotated[int, Field(ge=1)] = Field(
         default=500,
-        description="Longer single statements are not analysed (grader_error): radon's "
-        "time grows with the square of a statement's length.",
+        description="Longer single statements are not analysed (unanalysable, the "
+        "candidate's fault: see fail_as_zero): radon's time grows with the square of a "
+        "statement's length.",
     )
     include_halstead: bool = Field(default=False, description="Halstead metrics in details.")
     include_raw: bool = Field(default=True, description="Raw line counts in details.")
     code_block: Literal["all", "last"] = "all"
     max_listed_blocks: Annotated[int, Field(ge=0)] = 100
+    fail_as_zero: bool = Field(
+        default=True,
+        description=(
+            "Score the candidate's own faults as 0.0, their kind kept in details.failure_kind: "
+            "no_code, syntax_error (Python's parser refusing code nested too deeply "
+            "included) and unanalysable (code nested too deeply for radon's visitors, or a "
+            "statement longer than max_statement_lines); false leaves them unscored, for the "
+            "rubric's on_missing to decide. A failure of ours (a dead analysis worker) is "
+            "never a 0."
+        ),
+    )
 
     # The editor schema must accept the bare-number shorthand the validator expands.
     @field_validator(
@@ -439,7 +453,9 @@ class RadonGrader(Grader[RadonConfig]):
     """Scores the response's code by cyclomatic complexity and maintainability (radon)."""
 
     name: ClassVar[str] = "radon"
-    version: ClassVar[str] = "1"
+    #: 2: the candidate's own faults (no code, a syntax error, code too deep or too long
+    #: for radon) score 0.
+    version: ClassVar[str] = "2"
     config_model = RadonConfig
     description: ClassVar[str] = (
         "radon cyclomatic complexity (max, mean), maintainability index, Halstead, raw metrics"
@@ -465,6 +481,7 @@ class RadonGrader(Grader[RadonConfig]):
             config.options(),
             prompt=prompt_text(sample),
             language=sample.task.language if sample.task is not None else "python",
+            fail_as_zero=config.fail_as_zero,
         )
         if isinstance(outcome, GradeResult):
             return outcome

@@ -34,6 +34,7 @@ __all__ = [
     "AnalyzerStats",
     "StaticAnalyzer",
     "analyse_response",
+    "candidate_fault",
 ]
 
 OptionsT = TypeVar("OptionsT", bound=Hashable)
@@ -257,10 +258,30 @@ class Analysis(Protocol):
 
     @property
     def unanalysable(self) -> str | None:
-        """Why the analyser gave up on code that parses (too long, too deep)."""
+        """Why the analyser gave up on code that parses (too long, too deep for it)."""
 
 
 AnalysisT = TypeVar("AnalysisT", bound=Analysis)
+
+
+def candidate_fault(
+    grader: Grader[Any],
+    kind: FailureKind,
+    message: str,
+    *,
+    fail_as_zero: bool,
+    details: dict[str, Any] | None = None,
+) -> GradeResult:
+    """Report a failure of the candidate's own code: a 0, or unscored with ``fail_as_zero`` off.
+
+    0.0 by default, the kind kept in ``details.failure_kind`` (as ``unit_tests`` does):
+    left unscored, the candidate could trade a low score for an abstention, which a
+    trainer fills with its group's mean, by writing code the analyser cannot read.
+    """
+    details = {**(details or {}), "failure_kind": kind.value, "message": message}
+    if fail_as_zero:
+        return grader.scored(0.0, details=details)
+    return grader.failed(kind, message, details=details)
 
 
 async def analyse_response(
@@ -272,13 +293,17 @@ async def analyse_response(
     *,
     prompt: str = "",
     language: str = "python",
+    fail_as_zero: bool = True,
 ) -> tuple[AnalysisT, bool, ExtractedCode] | GradeResult:
-    """Extract the code and analyse it; return (analysis, cached, code) or the failure to report.
+    """Extract the code and analyse it; return (analysis, cached, code) or the result to report.
 
-    The failures are the same for every static grader: no code, code that
-    does not parse, code the analyser cannot handle, a dead pool worker. The
-    prompt counts when the completion continues it (:mod:`arbiter.graders.program`).
-    A task in another language is ``not_applicable``: the analysers read Python
+    The failures are the same for every static grader. The candidate's: no code,
+    code that does not parse (Python's parser refusing its depth included),
+    code the analyser cannot read (too deep for its visitor, a statement too
+    long), each a 0 or, with ``fail_as_zero`` off, unscored with its kind
+    (:func:`candidate_fault`). Ours: a dead pool worker, retried. The prompt
+    counts when the completion continues it (:mod:`arbiter.graders.program`). A
+    task in another language is ``not_applicable``: the analysers read Python
     only, and a rubric leaves the component out rather than read it as 0.
     """
     if language != "python":
@@ -289,17 +314,31 @@ async def analyse_response(
         )
     extracted = assemble_program(prompt, response, which=which)
     if extracted is None:
-        return grader.failed(FailureKind.NO_CODE, "the response holds no Python code")
+        return candidate_fault(
+            grader,
+            FailureKind.NO_CODE,
+            "the response holds no Python code",
+            fail_as_zero=fail_as_zero,
+        )
     try:
         analysis, cached = await analyzer.run(extracted.code, options)
     except AnalysisUnavailableError as e:
         return grader.failed(FailureKind.GRADER_ERROR, str(e), retryable=True)
+    where = {"code_source": extracted.source, "truncated": extracted.truncated}
     if analysis.syntax_error is not None:
-        return grader.failed(
+        return candidate_fault(
+            grader,
             FailureKind.SYNTAX_ERROR,
             f"the code does not parse: {analysis.syntax_error}",
-            details={"code_source": extracted.source, "truncated": extracted.truncated},
+            fail_as_zero=fail_as_zero,
+            details=where,
         )
     if analysis.unanalysable is not None:
-        return grader.failed(FailureKind.GRADER_ERROR, analysis.unanalysable)
+        return candidate_fault(
+            grader,
+            FailureKind.UNANALYSABLE,
+            analysis.unanalysable,
+            fail_as_zero=fail_as_zero,
+            details=where,
+        )
     return analysis, cached, extracted

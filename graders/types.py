@@ -51,6 +51,10 @@ class FailureKind(StrEnum):
     CANCELLED = "cancelled"
     SANDBOX_ERROR = "sandbox_error"
     SYNTAX_ERROR = "syntax_error"
+    #: The candidate's code parses but is beyond what a static analyser reads (nested
+    #: deeper than its visitor recurses, one statement longer than it can count): the
+    #: candidate's doing, never ours.
+    UNANALYSABLE = "unanalysable"
     COLLECTION_ERROR = "collection_error"
     NO_CODE = "no_code"
     MISSING_INPUT = "missing_input"

@@ -29,7 +29,7 @@ from arbiter.graders.bandit import (
 from arbiter.graders.registry import GraderRegistry
 from arbiter.graders.runner import GraderJob, run_job
 from arbiter.graders.static_analysis import StaticAnalyzer
-from arbiter.graders.types import FailureKind, Sample, ViolationType
+from arbiter.graders.types import INFRASTRUCTURE_FAILURES, FailureKind, Sample, ViolationType
 from tests.strictness import unavailable
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -216,26 +216,48 @@ def test_listed_findings_are_capped_but_counts_are_not(grader):
     assert result.details["counts"]["severity"]["MEDIUM"] == 30
 
 
-@pytest.mark.parametrize(
-    ("response", "kind"),
-    [
-        ("", FailureKind.NO_CODE),
-        ("The answer is to use a loop.", FailureKind.NO_CODE),
-        ("```python\ndef f(:\n    pass\n```", FailureKind.SYNTAX_ERROR),
-        ("```python\nx = 'unterminated\n```", FailureKind.SYNTAX_ERROR),
-        ("```python\nx = 1\x00\n```", FailureKind.SYNTAX_ERROR),
-        ("```python\nx = '\ud800'\n```", FailureKind.SYNTAX_ERROR),
-        # Python's own parser gives up on this (not a crash, not a zero).
-        ("```python\nx = " + "(" * 300 + "1" + ")" * 300 + "\n```", FailureKind.SYNTAX_ERROR),
-        # Parses, but is too deep for bandit's recursive visitor: the grader, not
-        # the model, could not score it.
-        ("```python\nx = " + "+".join(["1"] * 2000) + "\n```", FailureKind.GRADER_ERROR),
-    ],
-)
-def test_unscorable_code_is_a_typed_failure(grader, response, kind):
+#: Responses whose code bandit cannot score, each the candidate's doing.
+CANDIDATE_FAULTS = [
+    ("", FailureKind.NO_CODE),
+    ("The answer is to use a loop.", FailureKind.NO_CODE),
+    ("```python\ndef f(:\n    pass\n```", FailureKind.SYNTAX_ERROR),
+    ("```python\nx = 'unterminated\n```", FailureKind.SYNTAX_ERROR),
+    ("```python\nx = 1\x00\n```", FailureKind.SYNTAX_ERROR),
+    ("```python\nx = '\ud800'\n```", FailureKind.SYNTAX_ERROR),
+    # Python's own parser gives up on these: CPython cannot compile them either.
+    ("```python\nx = " + "(" * 300 + "1" + ")" * 300 + "\n```", FailureKind.SYNTAX_ERROR),
+    ("```python\nx = " + "+".join(["1"] * 5000) + "\n```", FailureKind.SYNTAX_ERROR),
+    # The parser's stack overflows as a MemoryError, which used to escape as a crash.
+    ("```python\nx = " + "-" * 100_000 + "1\n```", FailureKind.SYNTAX_ERROR),
+    # Parses and compiles, but is too deep for bandit's recursive visitor: it used to
+    # be a grader_error, which made the whole reward abstain (the group's mean).
+    ("```python\nx = " + "+".join(["1"] * 2000) + "\n```", FailureKind.UNANALYSABLE),
+]
+
+
+@pytest.mark.parametrize(("response", "kind"), CANDIDATE_FAULTS)
+def test_a_candidates_fault_scores_zero_with_its_kind(grader, response, kind):
     result = grade(grader, response)
+    assert result.score == 0.0 and result.failure is None
+    assert result.details["failure_kind"] == kind.value
+    assert result.details["message"]
+
+
+@pytest.mark.parametrize(("response", "kind"), CANDIDATE_FAULTS)
+def test_without_fail_as_zero_a_candidates_fault_is_unscored_and_never_ours(grader, response, kind):
+    result = grade(grader, response, fail_as_zero=False)
     assert result.score is None
     assert result.failure is not None and result.failure.kind == kind
+    assert kind not in INFRASTRUCTURE_FAILURES
+
+
+def test_code_too_deep_for_bandit_compiles_and_runs():
+    # The proof that bandit's refusal is no syntax error: CPython runs the code.
+    code = "x = " + "+".join(["1"] * 2000) + "\n"
+    namespace: dict[str, int] = {}
+    exec(compile(code, "deep.py", "exec"), namespace)
+    assert namespace["x"] == 2000
+    assert analyze_bandit(code, BanditSelection()).unanalysable is not None
 
 
 def test_runner_turns_nothing_into_a_crash():
@@ -247,7 +269,7 @@ def test_runner_turns_nothing_into_a_crash():
         timeout_s=10,
     )
     result = asyncio.run(run_job(job))
-    assert result.failure is not None and result.failure.kind == FailureKind.SYNTAX_ERROR
+    assert result.score == 0.0 and result.details["failure_kind"] == "syntax_error"
 
 
 # --- nosec --------------------------------------------------------------------

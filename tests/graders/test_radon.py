@@ -28,7 +28,7 @@ from arbiter.graders.radon import (
 )
 from arbiter.graders.registry import GraderRegistry
 from arbiter.graders.static_analysis import StaticAnalyzer
-from arbiter.graders.types import FailureKind, Sample
+from arbiter.graders.types import INFRASTRUCTURE_FAILURES, FailureKind, Sample
 from tests.strictness import unavailable
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -296,11 +296,15 @@ def test_longest_statement_lines(code, expected):
 
 def test_an_overlong_statement_is_declined_not_analysed_for_minutes(grader):
     code = "table = {\n" + "".join(f"    {i}: {i * i},\n" for i in range(30)) + "}\n"
+    # The candidate's text, so the candidate's fault: a 0 (it was a grader_error,
+    # which made the whole reward abstain), or unscored and typed without fail_as_zero.
     declined = grade(grader, code, max_statement_lines=20)
-    assert declined.score is None and declined.failure is not None
-    assert declined.failure.kind == FailureKind.GRADER_ERROR
-    assert "32 lines" in declined.failure.message
-    assert grade(grader, code).score is not None  # within the default limit
+    assert declined.score == 0.0 and declined.failure is None
+    assert declined.details["failure_kind"] == "unanalysable"
+    assert "32 lines" in declined.details["message"]
+    unscored = grade(grader, code, max_statement_lines=20, fail_as_zero=False)
+    assert unscored.failure is not None and unscored.failure.kind == FailureKind.UNANALYSABLE
+    assert grade(grader, code).score == 1.0  # within the default limit
 
 
 def test_asserts_count_unless_configured():
@@ -344,22 +348,36 @@ def test_complex_code_scores_lower(grader):
     assert tangled.details["terms"]["max_cyclomatic"]["score"] == pytest.approx(0.2)
 
 
-@pytest.mark.parametrize(
-    ("response", "kind"),
-    [
-        ("", FailureKind.NO_CODE),
-        ("I cannot write that function.", FailureKind.NO_CODE),
-        ("```python\ndef f(:\n    pass\n```", FailureKind.SYNTAX_ERROR),
-        ("```python\nx = 1\x00\n```", FailureKind.SYNTAX_ERROR),
-        ("```python\nx = '\ud800'\n```", FailureKind.SYNTAX_ERROR),
-        ("```python\nx = " + "(" * 300 + "1" + ")" * 300 + "\n```", FailureKind.SYNTAX_ERROR),
-        ("```python\nx = " + "+".join(["1"] * 2000) + "\n```", FailureKind.GRADER_ERROR),
-    ],
-)
-def test_unscorable_code_is_a_typed_failure(grader, response, kind):
+#: Responses whose code radon cannot score, each the candidate's doing.
+CANDIDATE_FAULTS = [
+    ("", FailureKind.NO_CODE),
+    ("I cannot write that function.", FailureKind.NO_CODE),
+    ("```python\ndef f(:\n    pass\n```", FailureKind.SYNTAX_ERROR),
+    ("```python\nx = 1\x00\n```", FailureKind.SYNTAX_ERROR),
+    ("```python\nx = '\ud800'\n```", FailureKind.SYNTAX_ERROR),
+    ("```python\nx = " + "(" * 300 + "1" + ")" * 300 + "\n```", FailureKind.SYNTAX_ERROR),
+    # Python's parser gives up (RecursionError; a MemoryError for the unary chain,
+    # which used to escape as a crash): CPython cannot compile these either.
+    ("```python\nx = " + "+".join(["1"] * 5000) + "\n```", FailureKind.SYNTAX_ERROR),
+    ("```python\nx = " + "-" * 100_000 + "1\n```", FailureKind.SYNTAX_ERROR),
+    # Compiles, but is too deep for radon's visitors (it was a grader_error).
+    ("```python\nx = " + "+".join(["1"] * 2000) + "\n```", FailureKind.UNANALYSABLE),
+]
+
+
+@pytest.mark.parametrize(("response", "kind"), CANDIDATE_FAULTS)
+def test_a_candidates_fault_scores_zero_with_its_kind(grader, response, kind):
     result = grade(grader, response)
+    assert result.score == 0.0 and result.failure is None
+    assert result.details["failure_kind"] == kind.value
+
+
+@pytest.mark.parametrize(("response", "kind"), CANDIDATE_FAULTS)
+def test_without_fail_as_zero_a_candidates_fault_is_unscored_and_never_ours(grader, response, kind):
+    result = grade(grader, response, fail_as_zero=False)
     assert result.score is None
     assert result.failure is not None and result.failure.kind == kind
+    assert kind not in INFRASTRUCTURE_FAILURES
 
 
 def test_cache_by_code_hash_and_options():
