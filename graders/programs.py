@@ -34,6 +34,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import select
 import shutil
@@ -48,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from arbiter.graders.credit import ours
 from arbiter.graders.languages import LANGUAGES, local, wire
 from arbiter.graders.languages import language as language_named
 from arbiter.graders.languages.base import Build, Language, Toolchain
@@ -72,6 +74,9 @@ HARNESS_CACHE = 512
 HARNESS_WALL_S = 300.0
 #: A compile's output cap: the run directory's own size.
 COMPILE_OUTPUT_BYTES = 64 << 20
+#: A failed compile that used this share of its CPU-time limit (whole seconds, as
+#: RLIMIT_CPU counts; the accounting lags the kernel's check) ran out of it.
+_CPU_SPENT = 0.9
 #: The compiler's diagnostics kept as a failure's evidence.
 DIAGNOSTICS_CHARS = 4000
 
@@ -130,6 +135,11 @@ def _key(language: Language, toolchain: Toolchain, build: Build) -> str:
         ]
     )
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _spent(report: RunReport, limits: Limits) -> bool:
+    """Whether a compile used up its CPU time (the limit is whole seconds)."""
+    return report.cpu_s >= _CPU_SPENT * max(1, math.ceil(limits.timeout_s))
 
 
 def _files_message(files: dict[str, str]) -> list[list[Any]]:
@@ -211,8 +221,16 @@ class Programs:
     ) -> tuple[Artifact | CompileFailed, bool]:
         """Compile ``build`` in the sandbox once per key; return it and whether it was cached.
 
-        Raises :class:`SandboxError` for a fault of the sandbox's own.
+        The compile, and the wait for it, are ours: the grading job's deadline
+        moves with them (:func:`arbiter.graders.credit.ours`). Raises
+        :class:`SandboxError` for a fault of the sandbox's own.
         """
+        with ours():
+            return self._artifact(lang, toolchain, build, limits)
+
+    def _artifact(
+        self, lang: Language, toolchain: Toolchain, build: Build, limits: Limits
+    ) -> tuple[Artifact | CompileFailed, bool]:
         key = _key(lang, toolchain, build)
         while True:
             with self._lock:
@@ -290,9 +308,18 @@ class Programs:
         seconds = time.monotonic() - started
         diagnostics = (report.stderr + report.stdout).decode("utf-8", "replace")
         if sent is None:
-            if report.timed_out:
+            if report.cpu_limited or _spent(report, limits):
                 return CompileFailed(
-                    f"the compiler ran past {limits.timeout_s:g} s", "timeout", report
+                    f"the compiler used up its {limits.timeout_s:g} s of CPU time",
+                    "timeout",
+                    report,
+                )
+            if report.timed_out:
+                # Its wall-clock backstop passed with its CPU time to spare: the
+                # compile waited (for a CPU, for a busy host), and waiting is ours.
+                raise SandboxError(
+                    f"a compile ran past its {limits.wall_s:g} s backstop having used "
+                    f"{report.cpu_s:.1f} s of its {limits.timeout_s:g} s of CPU time"
                 )
             if report.exit_code not in (0, None) and not report.signal:
                 # The build's own process failed (its artifacts over the cap, say).
@@ -305,7 +332,10 @@ class Programs:
         if len(statuses) < len(steps) or any(s != [0, None] for s in statuses):
             last = statuses[-1] if statuses else [None, None]
             ended = "error" if last[1] is None else "killed"
-            if last[1] == signal.SIGXCPU:
+            # SIGXCPU, or a compiler driver reporting its compiler's (g++ exits with
+            # "CPU time limit exceeded signal terminated program cc1plus"): the
+            # compile's own CPU time ran out.
+            if last[1] == signal.SIGXCPU or _spent(report, limits):
                 ended = "timeout"
             return CompileFailed(diagnostics[-DIAGNOSTICS_CHARS:], ended, report)
         files = sent.get("files") or []
@@ -318,6 +348,10 @@ class Programs:
 
     def harness(self, lang: Language, toolchain: Toolchain, build: Build) -> str | CompileFailed:
         """Compile the task's harness on the trusted side once; return its directory."""
+        with ours():
+            return self._harness(lang, toolchain, build)
+
+    def _harness(self, lang: Language, toolchain: Toolchain, build: Build) -> str | CompileFailed:
         key = _key(lang, toolchain, build)
         with self._lock:
             if self._harness_root is None:

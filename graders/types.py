@@ -65,6 +65,9 @@ class FailureKind(StrEnum):
     INVALID_SCORE = "invalid_score"
     #: The candidate's program did not compile; the compiler's diagnostics are the message.
     COMPILE_ERROR = "compile_error"
+    #: The compile of the candidate's program used up its own CPU-time limit (a
+    #: compiler made to loop, a template explosion); never the wait for a CPU.
+    COMPILE_TIMEOUT = "compile_timeout"
     MEMORY_LIMIT = "memory_limit"
     OUTPUT_LIMIT = "output_limit"
     #: This host lacks the compiler or runtime the task's language needs: ours.

@@ -56,6 +56,7 @@ from pydantic import Field, field_validator
 
 from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.code import extract_source
+from arbiter.graders.credit import ours
 from arbiter.graders.languages import language as language_named
 from arbiter.graders.languages.base import Language, ProgramParts, UnsupportedTask
 from arbiter.graders.program import compiles, program_of, prompt_code, prompt_text
@@ -185,7 +186,8 @@ class UnitTestsConfig(GraderConfig):
     fail_as_zero: bool = Field(
         default=True,
         description=(
-            "Score the candidate's own faults (no_code, syntax_error, compile_error, timeout, "
+            "Score the candidate's own faults (no_code, syntax_error, compile_error, "
+            "compile_timeout, timeout, "
             "memory_limit, output_limit) as 0.0, their kind kept in details.failure_kind; "
             "false leaves them unscored, for the rubric's on_missing to decide."
         ),
@@ -293,7 +295,9 @@ class UnitTestsConfig(GraderConfig):
             max_processes=extra.compile_processes,
             max_output_bytes=COMPILE_OUTPUT_BYTES,
             max_open_files=1024,
-            wall_factor=self.wall_factor,
+            # A compile is ours: bounded by its own CPU time (compile_timeout, the
+            # candidate's), its wall clock only a generous backstop (past it, ours).
+            wall_factor=BUILD_WALL_FACTOR,
             long_after_s=self.long_after_s,
         )
         return run, build
@@ -474,6 +478,10 @@ def _report_details(report: RunReport | None) -> dict[str, Any] | None:
     }
 
 
+#: A compile's wall-clock backstop, as a multiple of its CPU-time limit.
+BUILD_WALL_FACTOR = 8.0
+#: How often a grading queued for a thread checks whether it has one.
+_QUEUE_POLL_S = 0.05
 #: Tasks whose reference run time is remembered.
 _REFERENCE_CACHE = 4096
 
@@ -602,9 +610,18 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         loop = asyncio.get_running_loop()
         # The runner's credit listener must reach the runs (see graders.sandbox.clock).
         context = contextvars.copy_context()
-        return await loop.run_in_executor(
-            self._workers(), context.run, self.grade_sync, sample, config
-        )
+        started = threading.Event()
+
+        def grading() -> GradeResult:
+            started.set()
+            return self.grade_sync(sample, config)
+
+        future = loop.run_in_executor(self._workers(), context.run, grading)
+        # Queued behind other gradings (a burst of compiles): ours, not the job's time.
+        with ours():
+            while not started.is_set() and not future.done():
+                await asyncio.wait({future}, timeout=_QUEUE_POLL_S)
+        return await future
 
     def grade_sync(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Grade one sample, blocking; never raises for a bad response or task."""
@@ -1048,6 +1065,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         details = {**details, "diagnostics": diagnostics, "compile_ended": failed.ended}
         if failed.report is not None:
             details["sandbox"] = _report_details(failed.report)
+        if failed.ended == "timeout":
+            message = f"the compile used up its CPU time: {diagnostics[-1500:]}"
+            return self._candidate_fault(FailureKind.COMPILE_TIMEOUT, message, config, details)
         message = f"the program does not compile ({failed.ended}): {diagnostics[-1500:]}"
         return self._candidate_fault(FailureKind.COMPILE_ERROR, message, config, details)
 

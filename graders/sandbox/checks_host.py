@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from arbiter.graders.credit import ours
 from arbiter.graders.sandbox._frames import (
     CONTROL_MAX_BYTES,
     ChannelClosed,
@@ -253,7 +254,8 @@ class ChecksHost:
     @contextlib.contextmanager
     def worker(self, timeout_s: float = 60.0) -> Iterator[_Checks]:
         """Take a worker for one grading (before the run starts), and give it back after."""
-        worker = self._take(timeout_s)
+        with ours():  # waiting for a worker, or for one to start, is ours
+            worker = self._take(timeout_s)
         checks = _Checks(worker)
         try:
             yield checks

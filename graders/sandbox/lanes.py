@@ -236,17 +236,28 @@ def demote(zygote_pid: int, idle: IdleGroup | None) -> None:
         _renice(pid, _LONG_NICE)
 
 
-def _schedstat_s(pid: int, field: int) -> float:
+def _schedstat_s(pid: int, field: int, thread: str = "") -> float:
+    path = f"/proc/{pid}/task/{thread}/schedstat" if thread else f"/proc/{pid}/schedstat"
     try:
-        with open(f"/proc/{pid}/schedstat") as f:
+        with open(path) as f:
             return int(f.read().split()[field]) / 1e9
     except (OSError, IndexError, ValueError):
         return 0.0
 
 
 def _run_delay_s(pid: int) -> float:
-    """Return how long a process has waited runnable for a CPU (``/proc/PID/schedstat``)."""
-    return _schedstat_s(pid, 1)
+    """Return how long a process's most delayed thread has waited runnable for a CPU.
+
+    Per thread (``/proc/PID/task/TID/schedstat``): a JVM's or a compiler's main
+    thread sleeps while its other threads do the work, and waits for nothing.
+    """
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    if len(threads) <= 1:
+        return _schedstat_s(pid, 1)
+    return max((_schedstat_s(pid, 1, t) for t in threads if t.isdigit()), default=0.0)
 
 
 def cpu_time_s(pid: int) -> float:
@@ -682,7 +693,7 @@ class LeastAttained:
 
 
 class Lanes:
-    """Admission of runs: a fast lane of ``fast`` places and a long lane of ``long``.
+    """Admission of runs: a fast lane of ``fast`` places, a long lane of ``long``, builds apart.
 
     A run enters the fast lane; once it has run for its ``long_after_s`` of its
     own time (the pool's demotion timer says so: :meth:`to_long`) it moves to
@@ -692,19 +703,29 @@ class Lanes:
     the same moment), while the rest of the batch keeps flowing through the
     fast lane: a batch takes about max(slowest deadline, CPU work / cores),
     not the sum of the deadlines over the slots.
+
+    A compile (``build=True``) is work of ours, not the candidate's: it waits
+    for one of the ``builds`` places of its own, in order, is never moved to
+    the long lane (its priority is never lowered), and never takes a fast
+    place, so a burst of compiles (a GRPO group of completions, each its own
+    program) neither starves the runs nor holds more compilers at once than
+    the machine has cores and memory for.
     """
 
-    def __init__(self, fast: int, long: int) -> None:
+    def __init__(self, fast: int, long: int, builds: int = 0) -> None:
         self.fast_places = fast
         self.long_places = long
+        self.build_places = builds
         self._cond = threading.Condition()
         self._fast: set[int] = set()
         #: Runs in the fast lane that have turned long, waiting for a long place, in order.
         self._turned: dict[int, None] = {}
         self._long: set[int] = set()
+        self._builds: set[int] = set()
         self._tokens = itertools.count()
-        #: Runs waiting for a fast place, in the order they came.
+        #: Runs waiting for a fast place (and builds for a build place), in the order they came.
         self._waiting: collections.deque[int] = collections.deque()
+        self._waiting_builds: collections.deque[int] = collections.deque()
         self._tickets = itertools.count()
 
     def _move_long(self) -> None:
@@ -714,33 +735,39 @@ class Lanes:
             self._fast.discard(token)
             self._long.add(token)
 
-    def enter(self, timeout_s: float) -> int:
-        """Wait for a fast place, in the order of arrival; return the run's token.
+    def enter(self, timeout_s: float | None, *, build: bool = False) -> int:
+        """Wait for a fast place (a build place), in the order of arrival; return the token.
 
         First come, first served: a place that frees goes to the run that has
         waited longest, not to whichever thread takes the lock first (the one
         that just gave a place back would, and under steady load a waiting
-        run could wait until its timeout).
+        run could wait until its timeout). ``timeout_s`` None waits as long as
+        it takes (a build: the queue is ours, and the grading's deadline is
+        credited with the wait).
 
         Raises:
             SandboxError: no place became free within ``timeout_s``.
         """
-        give_up = time.monotonic() + timeout_s
+        give_up = None if timeout_s is None else time.monotonic() + timeout_s
+        queue, taken = (
+            (self._waiting_builds, self._builds) if build else (self._waiting, self._fast)
+        )
+        places = self.build_places if build else self.fast_places
         with self._cond:
             ticket = next(self._tickets)
-            self._waiting.append(ticket)
+            queue.append(ticket)
             try:
                 while True:
                     now = time.monotonic()
-                    if self._waiting[0] == ticket and len(self._fast) < self.fast_places:
+                    if queue[0] == ticket and len(taken) < places:
                         token = next(self._tokens)
-                        self._fast.add(token)
+                        taken.add(token)
                         return token
-                    if now >= give_up:
+                    if give_up is not None and now >= give_up:
                         raise SandboxError("no sandbox slot became free in time")
-                    self._cond.wait(give_up - now)
+                    self._cond.wait(None if give_up is None else give_up - now)
             finally:
-                self._waiting.remove(ticket)
+                queue.remove(ticket)
                 # The next in line may be able to go now (a place, or the head, freed).
                 self._cond.notify_all()
 
@@ -758,6 +785,7 @@ class Lanes:
             self._fast.discard(token)
             self._turned.pop(token, None)
             self._long.discard(token)
+            self._builds.discard(token)
             self._move_long()
             self._cond.notify_all()
 
@@ -765,3 +793,8 @@ class Lanes:
         """Return how many runs are in the fast lane and in the long lane now."""
         with self._cond:
             return len(self._fast), len(self._long)
+
+    def building(self) -> tuple[int, int]:
+        """Return how many builds hold a place now, and how many wait for one."""
+        with self._cond:
+            return len(self._builds), len(self._waiting_builds)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import arbiter
+from arbiter.graders.credit import ours
 from arbiter.graders.sandbox._frames import (
     CONTROL_MAX_BYTES,
     ChannelClosed,
@@ -475,6 +476,9 @@ class PoolConfig:
     disable_layers: tuple[str, ...] = ()
     #: More directories runs may read and execute (a language's prepared libraries).
     read_only: tuple[str, ...] = ()
+    #: Compiles at once, in places of their own (default: one per core, as many as
+    #: the machine's memory holds at BUILD_MEMORY_MB each).
+    build_slots: int | None = None
 
 
 #: The system's compilers, runtimes and their headers and data: what a compiled
@@ -523,6 +527,19 @@ def _read_only_paths(extra: tuple[str, ...] = ()) -> list[str]:
     paths.add(toolchain_cache())
     paths.update(extra)
     return sorted(p for p in paths if os.path.exists(p))
+
+
+#: What one compile may hold, for the default number of compiles at once.
+BUILD_MEMORY_MB = 2048
+
+
+def _default_builds(cores: int) -> int:
+    """One compile per core, as many as the machine's memory holds at BUILD_MEMORY_MB each."""
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return cores
+    return max(1, min(cores, (pages >> 20) // (2 * BUILD_MEMORY_MB)))
 
 
 def _deadline(limits: Limits) -> RunDeadline:
@@ -789,12 +806,17 @@ class SandboxPool:
             if self.config.long_slots is None
             else self.config.long_slots
         )
+        self.build_size = (
+            _default_builds(self.size)
+            if self.config.build_slots is None
+            else self.config.build_slots
+        )
         #: At most this many runs at once (and as many zygotes of each kind).
-        self.capacity = self.size + self.long_size
+        self.capacity = self.size + self.long_size + self.build_size
         self.scratch = ""
         self._slots: list[_Slot] = []
         self._idle: queue.Queue[_Slot] = queue.Queue()
-        self._lanes = Lanes(self.size, self.long_size)
+        self._lanes = Lanes(self.size, self.long_size, self.build_size)
         self.timers = Timers()
         #: Where long-lane runs go while this pool is started (``None``: nice 19 only).
         self.idle_group: IdleGroup | None = None
@@ -896,15 +918,22 @@ class SandboxPool:
         """Return how many runs are in the fast lane and in the long lane now."""
         return self._lanes.counts()
 
+    def building(self) -> tuple[int, int]:
+        """Return how many compiles run now, and how many wait for a place."""
+        return self._lanes.building()
+
     def missing_modules(self) -> list[str]:
         """Return preload modules that could not be imported."""
         self.start()
         return list(self._slots[0].missing)
 
     @contextlib.contextmanager
-    def _slot(self, limits: Limits) -> Iterator[_Slot]:
+    def _slot(self, limits: Limits, *, build: bool = False) -> Iterator[_Slot]:
         self.start()
-        token = self._lanes.enter(self.config.acquire_timeout_s)
+        # The wait for a place is ours, never the grading job's: its deadline moves by
+        # it. A build waits as long as the compiles ahead of it take.
+        with ours():
+            token = self._lanes.enter(None if build else self.config.acquire_timeout_s, build=build)
         # With a place in either lane in hand, a zygote is idle or may be started:
         # there are at most `capacity` runs, and as many zygotes.
         slot: _Slot | None = None
@@ -958,11 +987,13 @@ class SandboxPool:
         ``{"steps": [[exit, signal], ...], "files": [...]}``, or ``None`` when the
         run ended before it sent one (its report says how).
         """
-        with self._slot(limits) as slot:
+        with self._slot(limits, build=True) as slot:
             files = _RunFiles(b"")
             deadline = _deadline(limits)
             try:
-                request = {"op": "run", "mode": "exec", "limits": limits.message()}
+                # No long_after_s: a compile is never moved to the long lane.
+                message = {k: v for k, v in limits.message().items() if k != "long_after_s"}
+                request = {"op": "run", "mode": "exec", "limits": message}
                 seq = slot.begin(request, files, deadline)
                 sent: dict[str, Any] | None = None
                 with contextlib.suppress(SandboxError):

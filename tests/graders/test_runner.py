@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import time
 from typing import ClassVar
 
 import pytest
 
 from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.credit import ours
 from arbiter.graders.runner import GraderJob, run_job, run_jobs
 from arbiter.graders.types import FailureKind, GradeResult, Sample
 
@@ -26,7 +28,8 @@ class Scripted(Grader[Behaviour]):
     config_model = Behaviour
 
     async def grade(self, sample: Sample, config: Behaviour) -> GradeResult:
-        await asyncio.sleep(config.delay_s)
+        if config.mode != "queued":
+            await asyncio.sleep(config.delay_s)
         if config.mode == "raise":
             raise RuntimeError("boom")
         if config.mode == "hang":
@@ -35,6 +38,14 @@ class Scripted(Grader[Behaviour]):
             return GradeResult(grader="x", score=1.5)  # invalid: raises ValidationError here
         if config.mode == "wrong_type":
             return 0.5  # type: ignore[return-value]
+        if config.mode == "queued":
+            # Our own work (a queue, a compile) in a thread, longer than the job's timeout.
+            def queued() -> None:
+                with ours():
+                    time.sleep(config.delay_s)
+
+            context = contextvars.copy_context()
+            await asyncio.get_running_loop().run_in_executor(None, context.run, queued)
         return self.scored(float(sample.id) / 10)
 
 
@@ -198,3 +209,13 @@ def test_inline_and_async_jobs_keep_their_order():
         GraderJob(Sample(id="3", response="r"), "c", InlineScripted(), Behaviour(), 5.0),
     ]
     assert [r.score for r in asyncio.run(run_jobs(jobs, max_concurrency=2))] == [0.1, 0.2, 0.3]
+
+
+def test_our_own_work_moves_the_jobs_deadline_as_it_passes() -> None:
+    # A grading that waits 1.5 s on our work (a compile queue, say) under a 0.6 s
+    # job timeout: the wait is ours, so the job is not ended as an infra_timeout.
+    result = asyncio.run(run_job(job(mode="queued", timeout_s=0.6, delay_s=1.5)))
+    assert result.score == 0.5, result.failure
+    # Outside ``ours`` the same wait is the job's, and its deadline holds.
+    result = asyncio.run(run_job(job(mode="ok", timeout_s=0.6, delay_s=1.5)))
+    assert result.failure is not None and result.failure.kind == FailureKind.INFRA_TIMEOUT

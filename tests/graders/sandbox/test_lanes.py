@@ -146,6 +146,30 @@ def test_a_run_that_turned_long_frees_its_fast_place_once_a_long_place_is_free()
     assert lanes.counts() == (0, 0)
 
 
+def test_builds_have_places_of_their_own_and_never_take_a_fast_one() -> None:
+    lanes = Lanes(fast=1, long=0, builds=1)
+    build = lanes.enter(timeout_s=5, build=True)
+    # A compile in progress leaves the fast place to a run...
+    run = lanes.enter(timeout_s=1)
+    assert lanes.counts() == (1, 0) and lanes.building() == (1, 0)
+    # ...and a second compile waits for the compile place, not for a run's.
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(lanes.enter(None, build=True)))
+    waiter.start()
+    deadline = time.monotonic() + 5
+    while lanes.building()[1] == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert lanes.building() == (1, 1)
+    lanes.leave(run)
+    time.sleep(0.1)
+    assert not got  # a freed fast place is no compile place
+    lanes.leave(build)
+    waiter.join(timeout=5)
+    assert len(got) == 1 and lanes.building() == (1, 0)
+    lanes.leave(got[0])
+    assert lanes.counts() == (0, 0) and lanes.building() == (0, 0)
+
+
 # Exactly a second of CPU, however fast the machine (the run's own CPU clock).
 NEEDS_A_CPU_SECOND = (
     "import time\n"

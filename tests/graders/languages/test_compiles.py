@@ -1,0 +1,106 @@
+"""A compile is ours: its queue and wait never end a grading; its own CPU is the candidate's."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from arbiter.graders.languages import language
+from arbiter.graders.programs import Programs
+from arbiter.graders.runner import GraderJob, run_jobs
+from arbiter.graders.sandbox import Limits, RunReport, SandboxError, SandboxPool
+from arbiter.graders.types import FailureKind, IOCase, Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from tests.graders.languages.conftest import require_toolchain
+
+# g++ evaluates this at compile time: each loop under its iteration limit, and
+# minutes of the compiler's own CPU before its operation limit.
+CONSTEXPR_LOOP = """
+#include <cstdio>
+constexpr long spin() {
+    long s = 0;
+    for (int i = 0; i < 200000; i++)
+        for (int j = 0; j < 200000; j++) s += (i ^ j) & 1;
+    return s;
+}
+static_assert(spin() > 0, "spun");
+int main() { std::printf("1\\n"); }
+"""
+SEVEN = '#include <cstdio>\nint main() {{ std::printf("%d\\n", 7 + {i} * 0); }}\n'
+
+
+def test_a_compile_that_uses_up_its_own_cpu_is_a_compile_timeout(
+    language_grader: UnitTestsGrader,
+) -> None:
+    require_toolchain(language_grader, "cpp")
+    task = TaskSpec(kind="stdin_stdout", language="cpp", tests=[IOCase(input="", output="1")])
+    sample = Sample(id="spin", response=f"```cpp\n{CONSTEXPR_LOOP}```", task=task)
+    config = UnitTestsConfig(compile_timeout_s=1.0)
+    result = language_grader.grade_sync(sample, config)
+    assert result.score == 0.0, result
+    assert result.details["failure_kind"] == FailureKind.COMPILE_TIMEOUT.value
+    # Unscored, it is the candidate's typed fault, never one of ours.
+    strict = language_grader.grade_sync(sample, config.model_copy(update={"fail_as_zero": False}))
+    assert strict.failure is not None and strict.failure.kind == FailureKind.COMPILE_TIMEOUT
+
+
+class _WaitedPool:
+    """A pool whose compile ran into its wall-clock backstop with its CPU time to spare.
+
+    A stand-in: a real compile that waits without spending CPU (on a host that
+    keeps it off every core for its whole backstop) cannot be caused on demand.
+    """
+
+    def build_run(self, spec: object, limits: Limits) -> tuple[RunReport, None]:
+        report = RunReport(
+            exit_code=None,
+            signal=9,
+            ended_by="deadline",
+            wall_s=limits.wall_s,
+            cpu_s=0.3,
+            maxrss_kb=0,
+            strays=0,
+            stdout=b"",
+            stdout_size=0,
+            stderr=b"",
+            stderr_size=0,
+        )
+        return report, None
+
+
+def test_a_compile_ended_by_its_wall_clock_with_cpu_to_spare_is_ours(
+    language_grader: UnitTestsGrader,
+) -> None:
+    require_toolchain(language_grader, "cpp")
+    cpp = language("cpp")
+    toolchain = language_grader.programs.toolchain("cpp")
+    assert toolchain is not None
+    waited = Programs(lambda: _WaitedPool())  # type: ignore[arg-type, return-value]
+    build = cpp.program("int main() { return 0; }\n")
+    limits = Limits(timeout_s=5.0, wall_factor=2.0)
+    with pytest.raises(SandboxError, match="backstop"):
+        waited.artifact(cpp, toolchain, build, limits)
+
+
+def test_a_burst_of_compiles_waits_for_compile_places_and_never_times_out(
+    language_pool: SandboxPool, language_grader: UnitTestsGrader
+) -> None:
+    # More distinct programs than compile places, each graded under a job
+    # timeout shorter than the burst takes: the queue is ours, every one scores.
+    require_toolchain(language_grader, "cpp")
+    task = TaskSpec(kind="stdin_stdout", language="cpp", tests=[IOCase(input="", output="7")])
+    samples = [
+        Sample(
+            id=f"burst-{i}",
+            response=f"```cpp\n{SEVEN.format(i=i)}```",
+            task=task,
+        )
+        for i in range(6)
+    ]
+    jobs = [
+        GraderJob(s, "tests", language_grader, UnitTestsConfig(), timeout_s=1.0) for s in samples
+    ]
+    results = asyncio.run(run_jobs(jobs))
+    assert [r.score for r in results] == [1.0] * 6, [r.failure for r in results]
+    assert language_pool.building() == (0, 0)
