@@ -590,10 +590,13 @@ def _bind_candidate(
             missing.add(name)
         elif kind.startswith("exception:"):
             namespace[name] = channel.exception_stand_in(name, kind)
-        elif name in plan.classes or kind == "value":
-            namespace[name] = channel.do("global", None, name=name)
-        elif kind in ("callable", "class"):
+        elif kind in ("callable", "class") and name not in plan.classes:
             namespace[name] = CandidateFunction(channel, name, load.docs.get(name))
+        else:
+            # A class the task uses as one, a value, or anything else the report
+            # says (a module, a kind it made up): read as a global, which this side
+            # alone grants what it may answer; reading it reaches the candidate.
+            namespace[name] = channel.do("global", None, name=name)
     return frozenset(missing)
 
 

@@ -56,6 +56,9 @@ a class calls itself never matters, and the iteration protocol's exceptions are
 never raised here as themselves, except ``StopIteration`` from ``next`` on an
 instance the tests constructed (a :class:`Stream` ends by itself). Only the
 class is the candidate's choice, never an object: the instance is built here.
+A test that calls such a class (a stand-in) calls the candidate's class over
+there, as it calls any of its names: the stand-in is there to be caught, and
+an instance of it built here would answer (its truth value) for the candidate.
 
 One concept: the trusted side of the channel protocol. Every way a value or an
 error crosses from the child (functions, handles, streams, exceptions,
@@ -145,13 +148,45 @@ def _init_candidate(
     CandidateError.__init__(self, type_name, message, builtin)
 
 
+def _rebuilt(cls: type[Any], type_name: str, message: str, builtin: str) -> Any:
+    """Build an error (or a warning) from the sandbox here (``copy`` and ``pickle`` too)."""
+    return type.__call__(cls, type_name, message, builtin)
+
+
+def _reduce(self: CandidateError) -> tuple[Any, ...]:
+    return (_rebuilt, (type(self), self.type_name, self.message, self.builtin))
+
+
+class _CandidateClass(type):
+    """The type of a stand-in for one of the candidate's exception classes.
+
+    The stand-in is there to be caught (``pytest.raises``, ``except``,
+    ``isinstance``). A call of it from the tests is a call of the candidate's
+    class, made over there like any other call, whose result the trusted side
+    alone decides what it may answer: an instance built here would answer for
+    the candidate with none of its code run (``assert is_subset(a, b)`` would
+    pass on an exception's truth value), and a setup building one would never
+    reach the candidate (its failure taken for the task's). Errors from the
+    sandbox are built here with :func:`_rebuilt`, never by a call.
+    """
+
+    _sandbox_call: Callable[..., Any]
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        """Call the candidate's class over there."""
+        return cls._sandbox_call(*args, **kwargs)
+
+
 def candidate_exception_class(
-    base: type[Exception], name: str | None = None
+    base: type[Exception],
+    name: str | None = None,
+    calls: Callable[..., Any] | None = None,
 ) -> type[CandidateError]:
     """Return a class of errors from the sandbox that also are ``base`` errors.
 
     Without ``name``, one class per builtin ``base`` (shared); with it, a fresh
-    class of that name (a stand-in for one of the candidate's exception classes).
+    class of that name (a stand-in for one of the candidate's exception classes),
+    whose calls from the tests go to ``calls`` (see :class:`_CandidateClass`).
     """
     if name is None and base in _AS_BUILTIN:
         return _AS_BUILTIN[base]
@@ -162,8 +197,16 @@ def candidate_exception_class(
         bases = (CandidateError,)
     else:
         bases = (base, CandidateError)
-    namespace = {"__str__": _str_message, "__init__": _init_candidate, "__module__": "sandbox"}
-    cls: type[CandidateError] = type(name or base.__name__, bases, namespace)
+    namespace = {
+        "__str__": _str_message,
+        "__init__": _init_candidate,
+        "__reduce__": _reduce,
+        "__module__": "sandbox",
+    }
+    meta = type if calls is None else _CandidateClass
+    cls: type[CandidateError] = meta(name or base.__name__, bases, namespace)
+    if calls is not None:
+        type.__setattr__(cls, "_sandbox_call", staticmethod(calls))
     if name is None:
         _AS_BUILTIN[base] = cls
     return cls
@@ -273,11 +316,17 @@ class Channel:
 
         ``kind`` is its load report's ``exception:<builtin>``: the stand-in
         derives from that builtin exception (``Exception`` if it is no such one).
+        A call of the stand-in from the tests calls the candidate's class over
+        there (see :class:`_CandidateClass`).
         """
         found = getattr(builtins, kind.removeprefix("exception:"), None)
         if not (isinstance(found, type) and issubclass(found, Exception)):
             found = Exception
-        cls = candidate_exception_class(found, name)
+
+        def construct(*args: Any, **kwargs: Any) -> Any:
+            return self.call(name, args, kwargs)
+
+        cls = candidate_exception_class(found, name, construct)
         self.exceptions[name] = cls
         return cls
 
@@ -595,7 +644,7 @@ class Channel:
                 found = UserWarning
             if isinstance(mine, type) and issubclass(mine, Warning):
                 # The stand-in of the candidate's own category, built here.
-                warning: Warning = mine(str(declared), text, found.__name__)
+                warning: Warning = _rebuilt(mine, str(declared), text, found.__name__)
             else:
                 warning = found(text)
             warnings.warn_explicit(
@@ -669,7 +718,8 @@ class Channel:
             cls = candidate_exception_class(_RAISABLE[builtin])
         if cls is not None:
             try:
-                return cls(type_name, message, builtin)
+                made: CandidateError = _rebuilt(cls, type_name, message, builtin)
+                return made
             except Exception:  # a builtin whose constructor insists on more
                 pass
         return CandidateError(type_name, message, builtin)
