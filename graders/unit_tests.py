@@ -790,7 +790,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         request = {
             "op": "grade",
             "task": {
-                "key": _task_key(key, task.setup_code, helpers, task.entry_point, task.reference),
+                # Everything the plan is made of: a worker keeps plans by this key.
+                "key": _task_key(
+                    key, task.setup_code, helpers, task.entry_point, task.reference, classes
+                ),
                 "tests": tests,
                 "setup_code": task.setup_code,
                 "helpers": helpers,
