@@ -9,7 +9,8 @@ objects it keeps for the trusted side (handles), and answers with data:
             ``global`` (read a global), ``getattr``, ``setattr``,
             ``delattr``, ``call``, ``iter``, ``next``, ``len``,
             ``getitem``, ``setitem``, ``delitem``, ``contains``, ``str``,
-            ``take`` (the next items of a stream)
+            ``take`` (the next items of a stream), ``putback`` (the
+            last items taken that the tests did not read: first again)
 ==========  ==========================================================
 
 **Declared names.** The trusted side says which of the module's names the task
@@ -276,6 +277,9 @@ class Session:
         #: is decided over there.
         self.kept: list[Any] = []
         self._numbers: dict[int, int] = {}
+        #: Stream number → its last batch: the items sent, what followed them
+        #: (an item that did not cross), the error it raised (see :meth:`_put_back`).
+        self._batches: dict[int, tuple[list[Any], list[Any], BaseException | None]] = {}
         #: Arguments become the candidate's own classes of a shape's name.
         self.shapes = codec.Shapes(namespace)
 
@@ -347,6 +351,8 @@ class Session:
         with _Warnings(self.exceptions) as caught:
             if request.get("what") == "take":
                 self._take(request, out)
+            elif request.get("what") == "putback":
+                self._put_back(request, out)
             else:
                 self._answer(request, out)
         emitted = caught.sent()
@@ -402,6 +408,10 @@ class Session:
             return
         inspector = _Inspector()
         items: list[Any] = []
+        sent: list[Any] = []
+        #: What the stream did after the items sent: an item that did not cross, an error.
+        after: list[Any] = []
+        raised: BaseException | None = None
         end: Any = None
         started = time.perf_counter()
         while len(items) < count:
@@ -411,23 +421,52 @@ class Session:
                 end = "stop"
                 break
             except BaseException as e:
-                end = _error(e, self.exceptions)
+                end, raised = _error(e, self.exceptions), e
                 break
             try:
                 items.append(codec.encode(item, refs=self._keep, inspect=inspector))
             except codec.EncodeError as e:
                 end = _uncrossable(e)
+                after.append(item)
                 break
             except BaseException as e:
-                end = _error(e, self.exceptions)
+                end, raised = _error(e, self.exceptions), e
+                after.append(item)
                 break
+            sent.append(item)
             if time.perf_counter() - started > TAKE_BUDGET_S:
                 break
+        self._batches[request["target"]] = (sent, after, raised)
         out["ok"] = {"l": items}
         if end is not None:
             out["end"] = end
         if inspector.flags:
             out["flags"] = inspector.flags
+
+    def _put_back(self, request: dict[str, Any], out: dict[str, Any]) -> None:
+        """Resume a stream with the last items it sent that the tests did not read.
+
+        The trusted side reads a stream ahead of the tests (a batch at a time);
+        when the tests pass the stream to the candidate, what they have not read
+        yet must come first, as in one process. The stream becomes a generator
+        that yields those items, then whatever followed them (an item that did
+        not cross, the error raised), then the rest of the stream.
+        """
+        try:
+            n: int = request["target"]
+            stream = self._handle(n)
+            args = codec.decode(request["args"], shared=codec.Sharing(grow=True))
+            count: Any = args[0] if type(args) is list and len(args) == 1 else None
+            sent, after, raised = self._batches.pop(n, ([], [], None))
+            if type(count) is not int or not 0 < count <= len(sent):
+                raise ValueError("put back needs a count of items the stream sent")
+        except BaseException as e:
+            out["err"] = _error(e, self.exceptions)
+            return
+        resumed = _resumed([*sent[-count:], *after], raised, stream)
+        self.kept[n] = resumed
+        self._numbers[id(resumed)] = n
+        out["ok"] = None
 
     def _changed(
         self, request: dict[str, Any], received: codec.Sharing, inspector: _Inspector
@@ -454,6 +493,14 @@ class Session:
             if codec.dumps(now) != codec.dumps(_aliased(before.get(n))):
                 out.append([n, now])
         return out
+
+
+def _resumed(first: list[Any], raised: BaseException | None, rest: Any) -> Any:
+    """Yield ``first``, then raise ``raised`` if it is an error, else yield from ``rest``."""
+    yield from first
+    if raised is not None:
+        raise raised
+    yield from rest
 
 
 #: Results sent as data even when the trusted side asked to keep a handle: a

@@ -310,6 +310,8 @@ class Channel:
         self.flags: list[str] = []
         #: Stand-ins for the candidate's exception classes, by name.
         self.exceptions: dict[str, type[CandidateError]] = {}
+        #: Streams with items read ahead that the request being built passes.
+        self._passing: list[Stream] = []
 
     def exception_stand_in(self, name: str, kind: str) -> type[CandidateError]:
         """Make and register the stand-in for the candidate's exception class ``name``.
@@ -332,8 +334,35 @@ class Channel:
 
     def _handle(self, value: Any) -> int:
         if isinstance(value, (Opaque, Stream)) and value._channel is self:
+            if isinstance(value, Stream) and value._buffer:
+                self._passing.append(value)  # read ahead: see _put_back
             return value.handle
         raise codec.EncodeError(f"a value of type {type(value).__name__} cannot be sent")
+
+    def _put_back(self) -> None:
+        """Give the streams a request passes the items this side read ahead of the tests.
+
+        A stream is read a batch at a time; handed to the candidate, it must
+        yield first what the tests have not read yet, as in one process (a
+        test that reads two items of a generator, then passes it on). The
+        sandbox resumes the stream with them; this side forgets its buffer.
+        """
+        passing, self._passing = self._passing, []
+        for stream in {id(s): s for s in passing}.values():
+            if not stream._buffer:
+                continue
+            fields = {"op": "do", "what": "putback", "target": stream.handle, "name": ""}
+            request, _ = self._request("", (len(stream._buffer),), {}, fields)
+            try:
+                send_frame(self.sock, request)
+            except OSError as e:
+                raise self._break("exited", str(e)) from None
+            self.requests += 1
+            reply = self._reply(request["id"], request["nonce"])
+            if "ok" not in reply:
+                raise self._error(reply, "putback")
+            stream._buffer.clear()
+            stream._end = None
 
     def _decoder_refs(self, grant: str | None) -> Callable[[Any], Any]:
         """The handle resolver for one reply: its top-level handle gets ``grant``, others none."""
@@ -600,11 +629,13 @@ class Channel:
         """Send one request (nothing sent ahead is pending) and wait for its answer."""
         if self.broken is not None:
             raise self.broken
+        self._passing.clear()
         try:
             request, sharing = self._request(name, args, kwargs, fields)
         except codec.EncodeError as e:
             self.events.append("uncrossable_argument")
             raise Uncrossable(str(e)) from None
+        self._put_back()
         try:
             send_frame(self.sock, request)
         except OSError as e:
@@ -929,7 +960,9 @@ class Stream:
     generator is never run ahead of the tests by more than they have read, and
     an exception it raises reaches the test at the item where it was raised.
     Every item crosses by value. Its truth value and length are not decided
-    here (a generator's say nothing about its items).
+    here (a generator's say nothing about its items). Passed back to the
+    candidate, it yields there first the items read here that the tests did
+    not read yet (:meth:`Channel._put_back`).
     """
 
     __slots__ = ("_buffer", "_channel", "_count", "_end", "handle")
