@@ -30,6 +30,7 @@ import resource
 import signal
 import socket
 import sys
+import warnings
 from collections import OrderedDict
 from typing import Any
 
@@ -44,7 +45,7 @@ from arbiter.graders.sandbox.checks import (
     run_plan,
 )
 from arbiter.graders.sandbox.clock import DeadlineView
-from arbiter.graders.sandbox.proxy import Channel, ChannelBroken
+from arbiter.graders.sandbox.proxy import WARNING_ORIGIN, Channel, ChannelBroken
 
 #: Plans kept, by task key (a GRPO group grades many responses against one task).
 MAX_PLANS = 512
@@ -81,6 +82,25 @@ def _plan(task: dict[str, Any]) -> CheckPlan:
     return found
 
 
+def _shown_unless_the_candidates(show: Any) -> Any:
+    """Wrap ``warnings.showwarning``: the candidate's warnings are never written out.
+
+    A warning the candidate emits is emitted again here for the tests
+    (``warnings.catch_warnings(record=True)`` records it as in one process);
+    one that no test records would go to this worker's log, which outlives
+    every grading: a candidate warning thousands of times per call would fill
+    the host's disk. The filters stay as they are; only the display goes.
+    """
+
+    def showwarning(
+        message: Any, category: Any, filename: str, lineno: int, *args: Any, **kwargs: Any
+    ) -> None:
+        if filename != WARNING_ORIGIN:
+            show(message, category, filename, lineno, *args, **kwargs)
+
+    return showwarning
+
+
 def _on_timer(signum: int, frame: Any) -> None:
     raise TrustedLimit("the tests' own work ran past the CPU time it is given")
 
@@ -114,6 +134,11 @@ def grade(request: dict[str, Any], chan_fd: int, deadline_fd: int, ctrl: socket.
     channel = Channel(socket.socket(fileno=chan_fd), view, max_bytes=int(request["max_bytes"]))
     done: dict[str, Any] = {"op": "done"}
     task = request["task"]
+    # What a task's tests change in this process (``warnings.simplefilter("error")``,
+    # the recursion limit) must not outlive its grading: the next is another task's.
+    filters = warnings.catch_warnings()
+    filters.__enter__()
+    recursion = sys.getrecursionlimit()
     signal.setitimer(signal.ITIMER_PROF, float(request["cpu_s"]))
     try:
         plan = _plan(task)
@@ -141,6 +166,8 @@ def grade(request: dict[str, Any], chan_fd: int, deadline_fd: int, ctrl: socket.
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+        filters.__exit__(None, None, None)
+        sys.setrecursionlimit(recursion)
     with contextlib.suppress(OSError):
         channel.check_quiet()
     broken = channel.broken
@@ -166,6 +193,7 @@ def main() -> None:
     # the grading's CPU share bounds the conversions.
     sys.set_int_max_str_digits(0)
     signal.signal(signal.SIGPROF, _on_timer)
+    warnings.showwarning = _shown_unless_the_candidates(warnings.showwarning)
     # What the worker holds now is never garbage: a grading's collections skip it.
     gc.collect()
     gc.freeze()

@@ -91,6 +91,7 @@ from arbiter.graders.sandbox._frames import (
 from arbiter.graders.sandbox.clock import Moving
 
 __all__ = [
+    "WARNING_ORIGIN",
     "CandidateError",
     "CandidateFunction",
     "Channel",
@@ -259,6 +260,8 @@ _GRANTS: dict[tuple[str, str], str] = {
     ("class", "getattr"): "member",
     ("instance", "getattr"): "member",
 }
+#: The file name the candidate's warnings are re-emitted from (a worker shows none of them).
+WARNING_ORIGIN = "<the candidate's code>"
 #: How many items a stream asks for at first, and at most (it doubles as the tests read on).
 _FIRST_TAKE = 1
 _MAX_TAKE = 1024
@@ -678,9 +681,7 @@ class Channel:
                 warning: Warning = _rebuilt(mine, str(declared), text, found.__name__)
             else:
                 warning = found(text)
-            warnings.warn_explicit(
-                warning, type(warning), "<the candidate's code>", 0, module="candidate"
-            )
+            warnings.warn_explicit(warning, type(warning), WARNING_ORIGIN, 0, module="candidate")
 
     def _answer(
         self, call_id: int, nonce: str, sharing: codec.Sharing, what: str, grant: str | None
