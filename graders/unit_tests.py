@@ -1239,10 +1239,11 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         if suite.collect_errors or suite.status in (2, 3, 4):
             errors = ", ".join(suite.collect_errors)[:300]
             message = f"pytest could not collect the tests (status {suite.status}): {errors}"
-            if suite.collects_without_candidate or suite.missing:
-                # They collect with placeholders in the candidate's place, or they
-                # import a name the candidate left out: its module is what broke
-                # them, so it passes nothing.
+            if suite.collects_without_candidate or suite.missing or suite.fails_alike is False:
+                # They collect with placeholders in the candidate's place (or fail
+                # otherwise with them: a value of the candidate's that they cannot
+                # stand for broke them), or they import a name the candidate left
+                # out: its module is what broke them, so it passes nothing.
                 details.update(failure_kind="setup_error", message=message, passed=0)
                 return self.scored(0.0, details=details, violations=tuple(violations))
             return self.failed(

@@ -62,6 +62,9 @@ class SuiteReport:
     #: After a collection error: whether the files collect with placeholders in
     #: the candidate's place (then the error is the candidate's); None if not asked.
     collects_without_candidate: bool | None = None
+    #: After a collection error: whether the files fail with placeholders too, each
+    #: file with the same exception (then the task's own); None if not asked.
+    fails_alike: bool | None = None
     #: After a collection error: the declared names the candidate's module lacks.
     missing: list[str] = field(default_factory=list)
     #: How the channel to the candidate broke (timeout, exited, garbled, output_limit), if it did.
@@ -91,6 +94,9 @@ class SuiteReport:
             collect_errors=[str(e) for e in data.get("collect_errors") or []],
             load_error=str(data.get("load_error") or ""),
             missing=[str(n) for n in data.get("missing") or []],
+            fails_alike=(
+                bool(data["fails_alike"]) if data.get("fails_alike") is not None else None
+            ),
             collects_without_candidate=(
                 bool(data["collects_without_candidate"])
                 if data.get("collects_without_candidate") is not None

@@ -63,18 +63,32 @@ FLAGS = (
 )
 
 
+def _cause(longrepr: Any) -> str:
+    """Return the name of the exception a collection error reports (``TypeError``)."""
+    crash = getattr(longrepr, "reprcrash", None)
+    message = getattr(crash, "message", None)
+    if not isinstance(message, str):
+        # An import error is reported as text: its last ``E`` line names the exception.
+        lines = [line[1:].strip() for line in str(longrepr).splitlines() if line.startswith("E")]
+        message = lines[-1] if lines else ""
+    return message.split(":", 1)[0].strip()[:200]
+
+
 class Collector:
     """A plugin that records each test's outcome by node id."""
 
     def __init__(self) -> None:
         self.outcomes: dict[str, str] = {}
         self.collect_errors: list[str] = []
+        #: A file that failed to collect → the exception that stopped it.
+        self.causes: dict[str, str] = {}
         self.collected = 0
 
     def pytest_collectreport(self, report: Any) -> None:
-        """Remember a file that failed to collect."""
+        """Remember a file that failed to collect, and why."""
         if report.failed:
             self.collect_errors.append(str(report.nodeid))
+            self.causes[str(report.nodeid)] = _cause(report.longrepr)
 
     def pytest_collection_modifyitems(self, items: list[Any]) -> None:
         """Count the tests collected."""
@@ -293,8 +307,13 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int, deadline_fd
             collect_errors=collector.collect_errors,
         )
         if collector.collect_errors and load is not None:
-            # Whose fault: the same files collected against placeholders.
-            report["collects_without_candidate"] = _collects(name, declared, tests_dir)
+            # Whose fault: the same files collected against placeholders. Only
+            # files that fail with them too, and the same way, are the task's: a
+            # value the placeholders cannot stand for (``json.loads(solution.DATA)``)
+            # fails differently, and then it is the candidate's that broke them.
+            causes = _collects(name, declared, tests_dir)
+            report["collects_without_candidate"] = causes == {}
+            report["fails_alike"] = causes == collector.causes
             # A name the tests import that the candidate left out is its fault, however
             # the placeholders fared (they stand in for a value, not for every use of one).
             report["missing"] = [n for n in declared if n not in load.names][:50]
@@ -317,8 +336,12 @@ def run_suite(request: dict[str, Any], chan_fd: int, report_fd: int, deadline_fd
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _collects(name: str, declared: list[str], tests_dir: str) -> bool:
-    """Whether the test files collect when the candidate's names are placeholders."""
+def _collects(name: str, declared: list[str], tests_dir: str) -> dict[str, str] | None:
+    """Collect the test files with the candidate's names as placeholders.
+
+    Return the files that fail to collect then, each with the exception that
+    stopped it (empty: they all collect), or None if pytest itself failed.
+    """
     for loaded in [m for m in sys.modules if m.startswith("test_") or m.endswith("_test")]:
         del sys.modules[loaded]
     sys.modules[name] = neutral_module(name, declared)
@@ -327,8 +350,8 @@ def _collects(name: str, declared: list[str], tests_dir: str) -> bool:
     try:
         pytest.main(args, plugins=[collector])
     except BaseException:
-        return False
-    return not collector.collect_errors
+        return None
+    return collector.causes
 
 
 def _warm_up() -> None:
