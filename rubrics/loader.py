@@ -13,7 +13,8 @@ indentation (which YAML forbids) is reported at its line, and the rest of the
 file is still checked with the tabs read as spaces.
 
 Whatever the text, parsing raises :class:`RubricError` and nothing else, and its
-cost is bounded before the document is built: a budget of nodes (counted as
+cost is bounded before the document is built: a size of text and of its longest
+line (checked before the YAML reader runs), then a budget of nodes (counted as
 aliases expand), of aliases and of nesting depth (:data:`YAML_LIMITS`).
 
 One module, one concept: reading a rubric file — the three passes share the line map of
@@ -58,12 +59,23 @@ KeyPath = tuple[str | int, ...]
 
 @dataclass(frozen=True, slots=True)
 class YamlLimits:
-    """What one rubric document may hold; real rubrics use a small fraction."""
+    """What one rubric document may hold; real rubrics use a small fraction.
 
-    #: Scalars and collections, with each alias counted as the nodes it expands to.
-    nodes: int = 20_000
+    ``chars`` and ``line_chars`` are checked on the text itself, before the YAML
+    reader (pure Python, tens of microseconds a character) sees any of it: a
+    hostile rubric sent to a busy service is refused in microseconds, not
+    parsed for seconds (a 20,000-term formula is one 340 KB line).
+    """
+
+    #: Scalars and collections, with each alias counted as the nodes it expands to
+    #: (the library's rubrics hold under 150; the YAML reader spends some 100 us on each).
+    nodes: int = 2_000
     aliases: int = 100
     depth: int = 32
+    #: The whole document (the library's largest rubric is under 2,000).
+    chars: int = 64 << 10
+    #: One line (a formula is at most 2,000 characters; a description wraps).
+    line_chars: int = 4_000
 
 
 YAML_LIMITS = YamlLimits()
@@ -172,7 +184,21 @@ def _plain_scalar(value: Any) -> Any:
     return value
 
 
+def _check_size(text: str, source: str) -> None:
+    """Refuse a document longer than :data:`YAML_LIMITS` allows, before reading it."""
+    limits = YAML_LIMITS
+    if len(text) > limits.chars:
+        message = f"{len(text):,} characters; the limit is {limits.chars:,}"
+        raise _too_large(source, _OverBudget(message, 1, 1))
+    longest = max(text.splitlines() or [""], key=len)
+    if len(longest) > limits.line_chars:
+        line = text.splitlines().index(longest) + 1
+        message = f"line {line} has {len(longest):,} characters; the limit is {limits.line_chars:,}"
+        raise _too_large(source, _OverBudget(message, line, limits.line_chars + 1))
+
+
 def _load_yaml(text: str, source: str) -> Any:
+    _check_size(text, source)
     yaml = YAML(typ="rt")
     yaml.preserve_quotes = True
     try:
@@ -230,6 +256,7 @@ def _read_yaml(text: str, source: str) -> tuple[Any, Positions, list[RubricIssue
     (trying a few widths), so the rest of the file is still checked; only when
     no width parses is the YAML error itself reported beside the tabs.
     """
+    _check_size(text, source)
     tabs = _tab_issues(text, source)
     if not tabs:
         document = _load_yaml(text, source)
@@ -485,6 +512,8 @@ class _Report:
         self.positions = positions
         self.data = data
         self.issues: list[RubricIssue] = []
+        #: The same issues, to refuse a repeat in constant time (a hostile file has thousands).
+        self._seen: set[RubricIssue] = set()
 
     def error(self) -> RubricError:
         ordered = sorted(self.issues, key=lambda i: (i.line or 0, i.column or 0))
@@ -497,7 +526,8 @@ class _Report:
         if col_offset is not None and col is not None:
             col += col_offset + (1 if path in self.positions.quoted else 0)
         issue = RubricIssue(self.source, line, col, _dotted(path), message)
-        if issue not in self.issues:
+        if issue not in self._seen:
+            self._seen.add(issue)
             self.issues.append(issue)
 
     def formula(self, path: KeyPath, text: str, names: list[str]) -> Formula | None:

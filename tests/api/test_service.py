@@ -444,6 +444,20 @@ def test_invalid_rubric_gets_the_cli_errors(server: Server) -> None:
     assert "did you mean 'config'?" in issue["message"]
 
 
+def test_hostile_rubrics_are_refused_at_once_with_where_and_why(server: Server) -> None:
+    # What a busy service must not spend seconds on: a rubric over the loader's size,
+    # a line longer than any formula, and a body far larger than any rubric.
+    formula = " + ".join(["0.0001 * eff"] * 400)
+    huge = NEW_RUBRIC + "x:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(2_000))
+    with server.client("admin") as admin:
+        long_line = admin.post("/v1/rubrics", json={"yaml": NEW_RUBRIC + f"# {formula}\n"})
+        too_big = admin.post("/v1/rubrics", json={"yaml": huge})
+    assert long_line.status_code == 422 and long_line.json()["code"] == "invalid_rubric"
+    (issue,) = long_line.json()["errors"]
+    assert "the limit is 4,000" in issue["message"] and issue["line"] == NEW_RUBRIC.count("\n") + 1
+    assert too_big.status_code == 413 and too_big.json()["code"] == "body_too_large"
+
+
 def test_rubric_folder_is_watched_and_old_versions_stay_addressable(server: Server) -> None:
     path = server.rubric_dir / "watched.yaml"
     path.write_text(NEW_RUBRIC.replace("registered", "watched"))

@@ -389,9 +389,15 @@ def _laughs(levels: int) -> str:
     ("tail", "match"),
     [
         (_laughs(9), "once aliases are expanded"),
-        ("x: " + "[" * 5_000 + "]" * 5_000 + "\n", "nested deeper than 32"),
+        ("x: " + "[" * 5_000 + "]" * 5_000 + "\n", "line 5 has 10,003 characters"),
+        ("x: " + "[" * 33 + "]" * 33 + "\n", "nested deeper than 32"),
+        ("x:\n" + "".join("  " * (i + 1) + f"k{i}:\n" for i in range(40)), "nested deeper than 32"),
         ("".join(f"a{i}: &a{i} 1\nb{i}: *a{i}\n" for i in range(101)), "more than 100 aliases"),
-        ("x: " + "9" * 5_000 + "\n", "invalid YAML"),
+        # An integer past Python's 4,300 digits: a line past the limit before that.
+        ("x: " + "9" * 5_000 + "\n", "the limit is 4,000"),
+        # Refused on its size alone, before the YAML reader spends seconds on it.
+        ("x: " + " + ".join(["0.0001 * tests"] * 20_000) + "\n", "the limit is 65,536"),
+        ("".join(f"k{i}: 1\n" for i in range(6_000)), "more than 2000 values"),
     ],
 )
 def test_documents_over_the_budget_are_a_rubric_error(tail, match):
