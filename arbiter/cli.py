@@ -28,25 +28,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from ruamel.yaml import YAML
 
-from arbiter.grader_configs import config_keys
 from arbiter.graders.registry import GraderRegistry, default_registry
 from arbiter.graders.types import Sample
 from arbiter.inputs import parse_samples
-from arbiter.monitoring.drift_config import DriftConfig
 from arbiter.rubrics.compose import normalize_rewards
 from arbiter.rubrics.errors import RubricError
-from arbiter.rubrics.json_schema import rubric_json_schema
 from arbiter.rubrics.loader import load_rubric, parse_rubric
-from arbiter.rubrics.models_file import (
-    DeclaredModels,
-    ModelsFile,
-    ModelsFileError,
-    PluginError,
-    check_rubric_models,
-    load_models_file,
-    prepare_registry,
-    registry_setup,
-)
 from arbiter.rubrics.reward import Reward
 from arbiter.rubrics.rubric import Rubric, reward_range
 from arbiter.rubrics.score import prompt_key, score_samples
@@ -61,7 +48,10 @@ from arbiter.version import __version__
 
 if TYPE_CHECKING:
     # Imported where used: SQLAlchemy and Alembic are slow to import, and only the
-    # commands that open the store need them.
+    # commands that open the store need them; the models file brings the reward
+    # models and the judges (httpx), which a rubric without them never needs: the
+    # first reward of ``arbiter score`` must not wait for them.
+    from arbiter.rubrics.models_file import DeclaredModels, ModelsFile
     from arbiter.store.db import Store
 
 __all__ = ["app", "main"]
@@ -154,6 +144,8 @@ def _models_file(path: Path | None) -> ModelsFile | None:
     """Load ``--models`` (or exit 1 listing every problem)."""
     if path is None:
         return None
+    from arbiter.rubrics.models_file import ModelsFileError, load_models_file
+
     try:
         return load_models_file(path)
     except ModelsFileError as e:
@@ -165,6 +157,15 @@ def _models_file(path: Path | None) -> ModelsFile | None:
         raise typer.Exit(1) from None
 
 
+def _setup(models: ModelsFile | None, plugins: str | None) -> Any:
+    """What the Ray grader actors run to match this process's registry (None: nothing)."""
+    if models is None and not plugins:
+        return None
+    from arbiter.rubrics.models_file import registry_setup
+
+    return registry_setup(models, _plugin_list(plugins))
+
+
 def _plugin_list(plugins: str | None) -> list[str]:
     return [p.strip() for p in (plugins or "").split(",") if p.strip()]
 
@@ -174,6 +175,10 @@ def _registry(
 ) -> tuple[GraderRegistry, DeclaredModels | None]:
     """Return the default registry with the declared models and plugins, as the service's."""
     registry = default_registry()
+    if models is None and not plugins:
+        return registry, None
+    from arbiter.rubrics.models_file import PluginError, prepare_registry
+
     try:
         declared = prepare_registry(
             registry, models=models, plugins=_plugin_list(plugins), ray_address=ray_address
@@ -222,6 +227,8 @@ def rubric_validate(
         try:
             rubric = load_rubric(path, registry)
             if models is not None:
+                from arbiter.rubrics.models_file import check_rubric_models
+
                 issues = check_rubric_models(rubric, models, text=path.read_text(encoding="utf-8"))
                 if issues:
                     raise RubricError(issues)
@@ -258,6 +265,8 @@ def rubric_show(
     # The identity leaves drift thresholds out as null (the monitor's defaults may
     # change without changing a rubric's sha256); shown, they are the values in force.
     if isinstance(doc.get("drift"), dict):
+        from arbiter.monitoring.drift_config import DriftConfig
+
         defaults = DriftConfig().model_dump(mode="json")
         doc["drift"] = {k: defaults.get(k) if v is None else v for k, v in doc["drift"].items()}
     if as_json:
@@ -274,6 +283,8 @@ def rubric_schema(
     ] = None,
 ) -> None:
     """Print the JSON Schema of rubric files (for yaml-language-server and editors)."""
+    from arbiter.rubrics.json_schema import rubric_json_schema
+
     _write_schema(rubric_json_schema(), output)
 
 
@@ -284,6 +295,8 @@ def rubric_graders(
     ] = False,
 ) -> None:
     """List the graders a rubric can name (with -v, their config keys, types and defaults)."""
+    from arbiter.grader_configs import config_keys
+
     for grader in default_registry():
         out.print(f"{grader.name:<16} v{grader.version:<6} {grader.description}", markup=False)
         if verbose:
@@ -421,7 +434,7 @@ def score(
             chunk_size,
             ray_address,
             registry=registry,
-            setup=registry_setup(models, _plugin_list(plugins)),
+            setup=_setup(models, plugins),
         )
     )
     with _output(output) as sink:
@@ -478,7 +491,7 @@ async def _score_in_chunks(
         executor = RayExecutor(ray_address, registry_setup=setup)
         remote_registry(executor, registry=registry)
     # Warm before the first job: no sample's deadline pays for a worker's start.
-    await registry.warm(c.grader for c in rubric.components.values())
+    await registry.warm((c.grader for c in rubric.components.values()), samples)
     piece = min(_PIECE, chunk)
     gate = asyncio.Semaphore(max(1, chunk // piece))
     with _progress("scoring") as progress:

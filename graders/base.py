@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -60,6 +61,14 @@ class Grader(ABC, Generic[ConfigT]):
         Called before a service says it is ready and before a command's first
         job, so that no sample's deadline pays for a start-up: a reward must not
         depend on whether it came first. The default has nothing to start.
+        """
+
+    def expect(self, samples: Sequence[Sample]) -> None:
+        """Hear which samples the coming jobs hold, before :meth:`warm` (a command knows them).
+
+        A grader may then start only what they need (the unit-test grader: no
+        compilers for a Python batch). A service, which cannot know, never calls
+        it, and :meth:`warm` starts everything. The default ignores it.
         """
 
     def close(self) -> None:

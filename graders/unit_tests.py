@@ -48,7 +48,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar, Literal
 
@@ -534,6 +534,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         self.programs = Programs(lambda: self.pool)
         #: The processes function tasks' tests run in (started with the pool).
         self._checks: ChecksHost | None = None
+        #: What :meth:`expect` said the coming samples need (None: everything).
+        self._expected: tuple[set[str], bool, bool] | None = None
 
     @property
     def pool(self) -> SandboxPool:
@@ -567,16 +569,33 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             )
         return pool.health() if pool is not None else None
 
+    def expect(self, samples: Sequence[Sample]) -> None:
+        """Start only what these samples need: their task kinds' hosts, their languages' tools."""
+        tasks = [s.task for s in samples if s.task is not None]
+        self._expected = (
+            {t.language for t in tasks if t.language != "python"},
+            any(t.kind == "pytest" for t in tasks),
+            any(t.kind == "python_function" for t in tasks),
+        )
+
     async def warm(self) -> None:
-        """Start the sandbox pool's fast-lane zygotes (and the pytest host) before any job."""
-        await asyncio.to_thread(self.pool.start)
-        # One checks worker per fast place now, the rest as runs need them.
-        await asyncio.to_thread(self.checks.start, self.pool.size)
-        # Every language's toolchain found and its shared libraries built (once per
+        """Start the sandbox pool's zygotes, checks workers, the pytest host and the toolchains.
+
+        All at once (each is a process start or a toolchain's preparation): a
+        command's first reward waits for the slowest, not for their sum. After
+        :meth:`expect`, only what the expected samples need.
+        """
+        languages, suites, functions = self._expected or (set(LANGUAGES) - {"python"}, True, True)
+        steps: list[Awaitable[Any]] = [asyncio.to_thread(self.pool.start)]
+        if functions:
+            # One checks worker per fast place now, the rest as runs need them.
+            steps.append(asyncio.to_thread(self.checks.start, self.pool.size))
+        # Each language's toolchain found and its shared libraries built (once per
         # host, on disk), so no grading pays for it.
-        await asyncio.to_thread(self.programs.prepare_all)
-        if self.pool.config.pytest:
-            await asyncio.to_thread(self.suites.start)
+        steps += [asyncio.to_thread(self.programs.toolchain, name) for name in sorted(languages)]
+        if suites and self.pool.config.pytest:
+            steps.append(asyncio.to_thread(self.suites.start))
+        await asyncio.gather(*steps)
 
     def close(self) -> None:
         """Stop the sandbox pool (its zygotes and every run)."""
