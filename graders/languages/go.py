@@ -30,6 +30,7 @@ candidate continues (``func Name(params) Ret {``); the tests are
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import re
 import subprocess
@@ -639,6 +640,7 @@ def _funcs(text: str, declared: frozenset[str] | None = None) -> list[_Func]:
     tokens = tokenize(text)
     types = _declared_types(text, tokens) if declared is None else declared
     found: list[_Func] = []
+    bodies = _Bodies(tokens)
     top = _top_level(tokens)
     for idx in top:
         if not _is(tokens[idx], "func") or idx + 1 >= len(tokens):
@@ -648,7 +650,8 @@ def _funcs(text: str, declared: frozenset[str] | None = None) -> list[_Func]:
             continue  # a method, or a function literal
         i = idx + 2
         if _is(tokens[i] if i < len(tokens) else None, "["):
-            found.append(_generic(name_tok, tokens, idx))
+            why = "a generic function cannot cross the bridge"
+            found.append(_unsupported(name_tok, tokens, idx, why, bodies))
             continue
         if i >= len(tokens) or not _is(tokens[i], "("):
             continue
@@ -659,7 +662,7 @@ def _funcs(text: str, declared: frozenset[str] | None = None) -> list[_Func]:
             params, variadic = _fields(tokens, i + 1, close, types)
             results, body = _results(tokens, close + 1, types)
         except UnsupportedTask as e:
-            found.append(_unsupported(name_tok, tokens, idx, str(e)))
+            found.append(_unsupported(name_tok, tokens, idx, str(e), bodies))
             continue
         if body is None:
             continue  # a declaration without a body (assembly): not the candidate's
@@ -679,16 +682,39 @@ def _funcs(text: str, declared: frozenset[str] | None = None) -> list[_Func]:
     return found
 
 
-def _generic(name_tok: Token, tokens: list[Token], idx: int) -> _Func:
-    return _unsupported(name_tok, tokens, idx, "a generic function cannot cross the bridge")
+class _Bodies:
+    """Where each refused declaration's body is, found once for a whole text.
+
+    A refused signature's body is the next ``{`` that opens one; looked for from
+    each declaration, and its end from each, a response of many refused ``func f()``
+    before one brace would be read once per declaration: quadratic.
+    """
+
+    def __init__(self, tokens: list[Token]) -> None:
+        self.tokens = tokens
+        self.opens: list[int] | None = None
+        self.ends: dict[int, int | None] = {}
+
+    def after(self, j: int) -> int | None:
+        """Return the index of the first ``{`` past ``j`` that opens a body, or ``None``."""
+        if self.opens is None:
+            toks = self.tokens
+            self.opens = [k for k, t in enumerate(toks) if _is(t, "{") and _opens_body(toks, k)]
+        at = bisect.bisect_right(self.opens, j)
+        return self.opens[at] if at < len(self.opens) else None
+
+    def closing(self, j: int) -> int | None:
+        """Return :func:`_closing` of the brace at ``j``, read once."""
+        if j not in self.ends:
+            self.ends[j] = _closing(self.tokens, j)
+        return self.ends[j]
 
 
-def _unsupported(name_tok: Token, tokens: list[Token], idx: int, why: str) -> _Func:
-    body = next(
-        (j for j in range(idx + 2, len(tokens)) if _is(tokens[j], "{") and _opens_body(tokens, j)),
-        None,
-    )
-    end_tok = _closing(tokens, body) if body is not None else None
+def _unsupported(
+    name_tok: Token, tokens: list[Token], idx: int, why: str, bodies: _Bodies
+) -> _Func:
+    body = bodies.after(idx + 1)
+    end_tok = bodies.closing(body) if body is not None else None
     return _Func(
         name=name_tok.text,
         start=tokens[idx].start,

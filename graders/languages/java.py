@@ -175,25 +175,48 @@ def mask(src: str) -> str:
     return "".join(out)
 
 
+#: What names the class a brace opens: the text before it, since the last brace or ``;``,
+#: holds no ``;``, ``{`` or ``}``, so the first such declaration in it is the one.
+_TYPE_DECLARATION = re.compile(rf"\b(?:class|interface|enum|record)\s+({_IDENT})")
+
+
+class _Scopes:
+    """The braces open at rising positions of one masked text, read in one pass over it.
+
+    A call per position from the start would be quadratic: a response repeating
+    ``public class A{}`` asks at every one.
+    """
+
+    def __init__(self, masked: str) -> None:
+        self.masked = masked
+        self.stack: list[str | None] = []
+        self.start = 0  # where the text since the last brace or semicolon begins
+        self.read = 0  # how far the text has been read
+
+    def at(self, stop: int) -> list[str | None]:
+        """Return the braces open at ``stop``: a class's name, or None for a block."""
+        if stop < self.read:
+            raise ValueError("positions must be asked for in rising order")
+        masked, stack = self.masked, self.stack
+        for i in range(self.read, stop):
+            c = masked[i]
+            if c == "{":
+                found = _TYPE_DECLARATION.search(masked, self.start, i)
+                stack.append(found.group(1) if found else None)
+                self.start = i + 1
+            elif c == "}":
+                if stack:
+                    stack.pop()
+                self.start = i + 1
+            elif c == ";":
+                self.start = i + 1
+        self.read = max(self.read, stop)
+        return list(stack)
+
+
 def _scopes(masked: str, stop: int | None = None) -> list[str | None]:
     """The braces open at ``stop`` (default: the end): a class's name, or None for a block."""
-    stack: list[str | None] = []
-    start = 0
-    end = len(masked) if stop is None else stop
-    for i in range(end):
-        c = masked[i]
-        if c == "{":
-            head = masked[start:i]
-            found = re.search(rf"\b(?:class|interface|enum|record)\s+({_IDENT})[^;{{}}]*$", head)
-            stack.append(found.group(1) if found else None)
-            start = i + 1
-        elif c == "}":
-            if stack:
-                stack.pop()
-            start = i + 1
-        elif c == ";":
-            start = i + 1
-    return stack
+    return _Scopes(masked).at(len(masked) if stop is None else stop)
 
 
 def _split_top(text: str) -> list[str]:
@@ -296,18 +319,20 @@ def _open_method(prompt: str) -> _Open:
 
 def _public_class(masked: str) -> str | None:
     """The name of the top-level public class of a compilation unit, if it has one."""
+    scopes = _Scopes(masked)
     for found in re.finditer(
         rf"\bpublic\s+(?:(?:final|abstract|static)\s+)*class\s+({_IDENT})", masked
     ):
-        if not _scopes(masked, found.start()):
+        if not scopes.at(found.start()):
             return found.group(1)
     return None
 
 
 def _main_class(masked: str) -> str | None:
     """The class whose ``static void main`` a compilation unit defines (top-level first)."""
+    scopes = _Scopes(masked)
     for found in re.finditer(r"\bstatic\s+(?:final\s+)?void\s+main\s*\(", masked):
-        names = [s for s in _scopes(masked, found.start()) if s is not None]
+        names = [s for s in scopes.at(found.start()) if s is not None]
         if names:
             return "$".join(names)
     return None
@@ -471,7 +496,9 @@ class JavaLanguage(Language):
             code = (prefix + "\n" if prefix else "") + parts.prompt[: opened.start]
             code += body.strip("\n") + "\n" + closing
             masked = mask(code)
-        if not re.search(r"(?m)^\s*package\s", masked):
+        # Blanks up to the line's start only: ``^\s*`` from every line start of a run of
+        # empty lines reads the whole run again (quadratic in a response of newlines).
+        if not re.search(r"(?m)^[^\S\n]*package\s", masked):
             present = {re.sub(r"\s+", "", line) for line in _imports(code)}
             missing = [i for i in _imports(parts.prompt) if re.sub(r"\s+", "", i) not in present]
             if missing:
@@ -515,11 +542,16 @@ class JavaLanguage(Language):
         if tests_public is not None:
             # One file holds the prompt's classes and the tests: only one may be public.
             masked = mask(prompt)
-            for found in reversed(
-                list(re.finditer(r"\bpublic\s+(?=(?:(?:final|abstract)\s+)*class\b)", masked))
-            ):
-                if not _scopes(masked, found.start()):
-                    prompt = prompt[: found.start()] + prompt[found.end() :]
+            scopes = _Scopes(masked)
+            top = [
+                found
+                for found in re.finditer(
+                    r"\bpublic\s+(?=(?:(?:final|abstract)\s+)*class\b)", masked
+                )
+                if not scopes.at(found.start())
+            ]
+            for found in reversed(top):
+                prompt = prompt[: found.start()] + prompt[found.end() :]
         closing = "}\n" * len(opened.scopes)
         source = prompt + self.stub(opened.declared) + closing + "\n" + parts.tests
         main = _main_class(tests_masked) or _main_class(mask(source)) or "Main"

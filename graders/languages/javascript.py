@@ -210,7 +210,9 @@ class JavaScriptLanguage(Language):
         patterns = (
             rf"\bfunction\s*\*?\s*{word}\s*\(",
             rf"\b(?:const|let|var)\s+{word}\s*=\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|{_IDENT}\s*=>)",
-            rf"(?:^|[\n;])\s*(?:globalThis\.|module\.exports\.|exports\.)?{word}\s*=\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|{_IDENT}\s*=>)",
+            # Blanks up to the last newline only: ``\s*`` from every newline of a run of
+            # empty lines read the whole run again (quadratic). The same matches.
+            rf"(?:^|[\n;])[^\S\n]*(?:globalThis\.|module\.exports\.|exports\.)?{word}\s*=\s*(?:async\s+)?(?:function\b|\([^()]*\)\s*=>|{_IDENT}\s*=>)",
         )
         return any(re.search(p, masked) for p in patterns)
 
