@@ -33,8 +33,9 @@ credit_listener: contextvars.ContextVar[Callable[[float], None] | None] = contex
 
 #: Whether this context is inside :func:`ours` already (time is credited once).
 _inside: contextvars.ContextVar[bool] = contextvars.ContextVar("credit_inside", default=False)
-#: How often time spent in :func:`ours` is handed to the listeners.
-TICK_S = 0.25
+#: How often time spent in :func:`ours` is handed to the listeners (a job's own
+#: timeout is tens of seconds; every open stretch costs its job a reschedule a tick).
+TICK_S = 1.0
 
 
 class _Ticker:
@@ -48,6 +49,8 @@ class _Ticker:
         self._thread: threading.Thread | None = None
 
     def open(self, listener: Callable[[float], None]) -> int:
+        # A tick's worth ahead, at once: the job's deadline must never pass between ticks.
+        listener(TICK_S)
         with self._cond:
             self._ids += 1
             self._open[self._ids] = (listener, time.monotonic())

@@ -462,6 +462,11 @@ def _task_key(*parts: Any) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
 def _report_details(report: RunReport | None) -> dict[str, Any] | None:
     if report is None:
         return None
@@ -480,8 +485,6 @@ def _report_details(report: RunReport | None) -> dict[str, Any] | None:
 
 #: A compile's wall-clock backstop, as a multiple of its CPU-time limit.
 BUILD_WALL_FACTOR = 8.0
-#: How often a grading queued for a thread checks whether it has one.
-_QUEUE_POLL_S = 0.05
 #: Tasks whose reference run time is remembered.
 _REFERENCE_CACHE = 4096
 
@@ -629,17 +632,18 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         loop = asyncio.get_running_loop()
         # The runner's credit listener must reach the runs (see graders.sandbox.clock).
         context = contextvars.copy_context()
-        started = threading.Event()
+        started: asyncio.Future[None] = loop.create_future()
 
         def grading() -> GradeResult:
-            started.set()
+            loop.call_soon_threadsafe(_resolve, started)
             return self.grade_sync(sample, config)
 
         future = loop.run_in_executor(self._workers(), context.run, grading)
         # Queued behind other gradings (a burst of compiles): ours, not the job's time.
         with ours():
-            while not started.is_set() and not future.done():
-                await asyncio.wait({future}, timeout=_QUEUE_POLL_S)
+            waits: set[asyncio.Future[Any]] = {future, started}
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
         return await future
 
     def grade_sync(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
@@ -822,12 +826,12 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             },
             "max_bytes": config.max_result_bytes,
         }
-        # The worker is taken before the run starts: its start is ours, not the run's.
-        with (
-            self.checks.worker() as worker,
-            self.pool.function_run(code, limits, sorted(plan.declared)) as run,
-        ):
-            checks = worker.run(request, run.channel, run.deadline, config.trusted_limits())
+        # The worker is taken once a place is held and before the run starts: only
+        # runs about to start hold one, and its start is ours, never the run's.
+        with self.pool.function_run(
+            code, limits, sorted(plan.declared), holding=self.checks.worker
+        ) as run:
+            checks = run.held.run(request, run.channel, run.deadline, config.trusted_limits())
         if checks.plan_error is not None:
             return self.failed(FailureKind.COLLECTION_ERROR, checks.plan_error)
         return self._function_result(code, plan, checks, run.report, config)

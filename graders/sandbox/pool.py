@@ -32,7 +32,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -793,6 +793,8 @@ class FunctionRun:
     channel: socket.socket
     deadline: RunDeadline
     report: RunReport | None = field(default=None)
+    #: What ``holding`` gave (see :meth:`SandboxPool.function_run`), if anything.
+    held: Any = None
 
 
 class SandboxPool:
@@ -1029,7 +1031,12 @@ class SandboxPool:
 
     @contextlib.contextmanager
     def function_run(
-        self, code: str, limits: Limits, declared: list[str] | None = None
+        self,
+        code: str,
+        limits: Limits,
+        declared: list[str] | None = None,
+        *,
+        holding: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     ) -> Iterator[FunctionRun]:
         """Load ``code`` in a confined child and yield a channel to it.
 
@@ -1037,8 +1044,12 @@ class SandboxPool:
         :mod:`arbiter.graders.sandbox._remote`); nothing else of it is reachable. On
         exit the child is killed and swept, and ``report`` is set. Raises
         :class:`SandboxError` when the slot fails (not when the candidate does).
+        ``holding`` is entered once a place is held and before the run starts
+        (what the run's trusted side needs, a checks worker: taken only by runs
+        about to start, and never on the run's clock), and left after it ends;
+        what it gives is the run's ``held``.
         """
-        with self._channel_run("function", code, declared or [], None, limits) as run:
+        with self._channel_run("function", code, declared or [], None, limits, holding) as run:
             yield run
 
     @contextlib.contextmanager
@@ -1049,9 +1060,13 @@ class SandboxPool:
         declared: list[str] | None,
         program: dict[str, Any] | None,
         limits: Limits,
+        holding: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     ) -> Iterator[FunctionRun]:
         """A run the trusted side talks to on its channel (a module's calls, a program's)."""
-        with self._slot(limits) as slot:
+        with (
+            self._slot(limits) as slot,
+            (holding() if holding is not None else contextlib.nullcontext()) as held,
+        ):
             files = _RunFiles(b"")
             deadline = _deadline(limits)
             try:
@@ -1063,7 +1078,7 @@ class SandboxPool:
                     files.ours.close()
                     slot.finish(seq, deadline, files, limits.max_output_bytes, end=True)
                     raise
-                run = FunctionRun(files.ours, deadline)
+                run = FunctionRun(files.ours, deadline, held=held)
                 try:
                     yield run
                 finally:
