@@ -253,7 +253,9 @@ def _compile(
         end = stmt.end_lineno or stmt.lineno
         text = textwrap.dedent("\n".join(lines[stmt.lineno - 1 : end])) or ast.unparse(stmt)
         module = ast.Module(body=[stmt], type_ignores=[])
-        code = compile(module, "<tests>", "exec")
+        # dont_inherit: this module's ``from __future__ import annotations`` is not the
+        # tests' (a prompt's dataclass would get string annotations to resolve).
+        code = compile(module, "<tests>", "exec", dont_inherit=True)
         own = _Seen().scan(_walk(stmt))
         seen.add(own)
         out.append(
@@ -629,7 +631,29 @@ def run_plan(
     Raises:
         CheckPlanError: the task's own helpers or setup failed, the candidate untouched.
     """
-    namespace: dict[str, object] = {"__builtins__": builtins, "__name__": "__arbiter_tests__"}
+    # The tests' namespace is a module's, registered while they run: library code
+    # looks a class's module up by name (a prompt's dataclass, ``typing.get_type_hints``).
+    module = ModuleType(_TESTS_MODULE)
+    module.__dict__["__builtins__"] = builtins
+    sys.modules[_TESTS_MODULE] = module
+    try:
+        return _run_plan(plan, channel, load, entry_point, on_outcome, module.__dict__)
+    finally:
+        if sys.modules.get(_TESTS_MODULE) is module:
+            del sys.modules[_TESTS_MODULE]
+
+
+_TESTS_MODULE = "__arbiter_tests__"
+
+
+def _run_plan(
+    plan: CheckPlan,
+    channel: Channel,
+    load: LoadResult,
+    entry_point: str | None,
+    on_outcome: Callable[[UnitOutcome], None] | None,
+    namespace: dict[str, object],
+) -> list[UnitOutcome]:
     # Shapes the candidate returns (a dataclass of the prompt's) become this side's classes.
     channel.classes = plan.classes
     channel.shapes = codec.Shapes(namespace)
