@@ -2,7 +2,8 @@
 
 Run as ``python -m bench.determinism [--levels 2 4] [--mbpp 100]``. It grades one
 fixed set with the ``python-codegen`` rubric, each time cold (a fresh grader
-registry, so sandbox zygotes and analysis workers start anew):
+registry, so sandbox zygotes and analysis workers start anew, and every
+program is compiled anew):
 
 * HumanEvalPack's 164 canonical and 164 buggy solutions (the prompt as the
   prompt, the body as the response), ``eval_sets/hacks.jsonl``, and the first
@@ -15,6 +16,12 @@ the quiet run's (the flip rate, target 0), how many components differ, the
 failures of ours (infrastructure) it met, and how many HumanEvalPack canonical
 solutions passed every test with no component failure; the flips are listed by
 sample.
+
+``--languages all`` (or some of ``python cpp java go rust javascript``) grades
+instead HumanEvalPack's 164 canonical and 164 buggy solutions in each language
+named, with a tests-only rubric (``timeout_s: 20``), and prints per language
+and level: canonical solutions passing, buggy ones failing, rewards unscored
+(abstained), and the flips against the quiet run.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from pathlib import Path
 from arbiter.graders.registry import default_registry
 from arbiter.graders.types import INFRASTRUCTURE_FAILURES, Sample, TaskSpec
 from arbiter.load import cpu_load
-from arbiter.rubrics.loader import load_rubric
+from arbiter.rubrics.loader import load_rubric, parse_rubric
 from arbiter.rubrics.reward import Reward
 from arbiter.rubrics.score import score_samples
 
@@ -86,14 +93,53 @@ def the_set(mbpp: int) -> list[Sample]:
     return samples
 
 
-def grade_cold(samples: Sequence[Sample]) -> tuple[list[Reward], float]:
+#: The rubric of ``--languages``: the tests alone, as the multi-language measurements.
+TESTS_ONLY = """
+name: tests-only
+version: 1
+components:
+  tests:
+    grader: unit_tests
+    weight: 1.0
+    config: {timeout_s: 20}
+"""
+LANGUAGE_NAMES = ("python", "cpp", "java", "go", "rust", "javascript")
+
+
+def language_set(names: Sequence[str], rows_per_language: int | None = None) -> list[Sample]:
+    """Return HumanEvalPack's canonical and buggy solutions in each language named."""
+    from bench.multilang import _rows as language_rows
+    from bench.multilang import _sample as language_sample
+
+    samples = []
+    for name in names:
+        rows = _rows("humanevalpack_python.jsonl") if name == "python" else language_rows(name)
+        for row in rows[:rows_per_language]:
+            for which in ("canonical_solution", "buggy_solution"):
+                sid = f"{row['task_id']}/{which}"
+                if name == "python":
+                    task = TaskSpec(
+                        kind="python_function", tests=row["test"], entry_point=row["entry_point"]
+                    )
+                    sample = Sample(
+                        id=sid, prompt=str(row["prompt"]), response=str(row[which]), task=task
+                    )
+                else:
+                    sample = language_sample(name, row, str(row[which]), sid)
+                samples.append(sample)
+    return samples
+
+
+def grade_cold(
+    samples: Sequence[Sample], rubric_text: str | None = None
+) -> tuple[list[Reward], float]:
     """Grade every sample with a fresh registry (cold pools); return rewards and wall time."""
-    rubric = load_rubric(RUBRIC)
+    rubric = load_rubric(RUBRIC) if rubric_text is None else parse_rubric(rubric_text)
 
     async def run() -> list[Reward]:
         registry = default_registry()
         try:
-            await registry.warm(c.grader for c in rubric.components.values())
+            await registry.warm((c.grader for c in rubric.components.values()), samples)
             out: list[Reward] = []
             for start in range(0, len(samples), CHUNK):
                 part = list(samples[start : start + CHUNK])
@@ -147,11 +193,65 @@ def canonical(samples: Sequence[Sample], rewards: Sequence[Reward]) -> str:
     return f"canonical {passed}/{total} pass, component failures {dict(failures) or 0}"
 
 
+def by_language(samples: Sequence[Sample], rewards: Sequence[Reward]) -> list[str]:
+    """Per language: canonical passing, buggy failing, unscored, of each."""
+    lines = []
+    for name in dict.fromkeys(s.task.language for s in samples if s.task is not None):
+        rows = [
+            (s, r)
+            for s, r in zip(samples, rewards, strict=True)
+            if s.task is not None and s.task.language == name
+        ]
+        good = [r for s, r in rows if s.id.endswith("/canonical_solution")]
+        bad = [r for s, r in rows if s.id.endswith("/buggy_solution")]
+        lines.append(
+            f"  {name:10s} canonical {sum(r.reward == 1.0 for r in good)}/{len(good)} pass, "
+            f"{sum(r.reward is None for r in good)} unscored; buggy "
+            f"{sum(r.reward is not None and r.reward < 1.0 for r in bad)}/{len(bad)} fail, "
+            f"{sum(r.reward is None for r in bad)} unscored"
+        )
+    return lines
+
+
+def languages_main(names: Sequence[str], levels: Sequence[int], rows: int | None) -> None:
+    """Grade HumanEvalPack in each language, cold, quiet and under each load level."""
+    samples = language_set(names, rows)
+    print(f"{len(samples)} rollouts in {', '.join(names)}, tests only, {os.cpu_count()} CPUs")
+    baseline, wall = grade_cold(samples, TESTS_ONLY)
+    print(f"quiet     : {wall:6.1f} s wall")
+    print("\n".join(by_language(samples, baseline)))
+    for level in levels:
+        with cpu_load(level) as burners:
+            rewards, wall = grade_cold(samples, TESTS_ONLY)
+        flips, components, ours = compare(baseline, rewards)
+        print(
+            f"{level}x load ({burners:2d} busy processes): {wall:6.1f} s wall; "
+            f"reward flips {len(flips)}/{len(samples)}; components differing {components}; "
+            f"failures of ours {dict(ours) or 0}"
+        )
+        print("\n".join(by_language(samples, rewards)))
+        for flip in flips[:40]:
+            print(f"  flipped: {flip}")
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--levels", type=int, nargs="+", default=[2, 4], help="oversubscription")
     parser.add_argument("--mbpp", type=int, default=100, help="MBPP items in the set")
+    parser.add_argument(
+        "--languages", nargs="+", default=None, help="all, or some of " + " ".join(LANGUAGE_NAMES)
+    )
+    parser.add_argument(
+        "--rows", type=int, default=None, help="with --languages: the first N tasks of each"
+    )
     args = parser.parse_args(argv)
+    if args.languages is not None:
+        names = LANGUAGE_NAMES if args.languages == ["all"] else tuple(args.languages)
+        unknown = sorted(set(names) - set(LANGUAGE_NAMES))
+        if unknown:
+            parser.error(f"unknown languages {unknown}; expected {', '.join(LANGUAGE_NAMES)}")
+        languages_main(names, args.levels, args.rows)
+        return
     samples = the_set(args.mbpp)
     print(f"{len(samples)} rollouts, rubric python-codegen, {os.cpu_count()} CPUs")
     baseline, wall = grade_cold(samples)
