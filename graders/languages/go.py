@@ -35,6 +35,7 @@ import itertools
 import re
 import subprocess
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -262,7 +263,10 @@ def _unquote(tok: Token) -> str | None:
     if tok.text.startswith("`"):
         return tok.text.strip("`")
     try:
-        return tok.text[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+        with warnings.catch_warnings():
+            # "invalid octal escape" is a DeprecationWarning, an error under -W error.
+            warnings.simplefilter("ignore")
+            return tok.text[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
     except UnicodeDecodeError:
         return None
 

@@ -437,6 +437,8 @@ _PREFIXES = (
     "::std::", "std::", "::alloc::", "alloc::", "collections::", "string::", "vec::",
     "option::", "boxed::", "any::", "hash_map::", "hash_set::", "btree_map::", "btree_set::",
 )  # fmt: skip
+#: The deepest type :func:`_type` reads (``&Vec<Option<(i32, String)>>`` is 5).
+_MAX_TYPE_DEPTH = 100
 _TOKEN = re.compile(r"\s*('[A-Za-z_]\w*|::|[A-Za-z_]\w*|\d+|[&<>(),\[\];+])")
 
 
@@ -463,9 +465,15 @@ def _parse_type(text: str, fname: str, *, param: bool) -> _Ty:
     return ty
 
 
-def _type(toks: list[str], pos: int, fname: str, text: str) -> tuple[_Ty, int]:
+def _type(toks: list[str], pos: int, fname: str, text: str, depth: int = 0) -> tuple[_Ty, int]:
     def bad() -> UnsupportedTask:
         return UnsupportedTask(f"{fname}: the type {text!r} cannot be sent across the bridge")
+
+    # A bound on the recursion (and on every walk of the parsed type after it):
+    # ``&&&...i32`` deeper than Python's stack is no type the bridge carries, and the
+    # RecursionError it raised was a crash of ours.
+    if depth > _MAX_TYPE_DEPTH:
+        raise UnsupportedTask(f"{fname}: the type {text[:80]!r}... is nested too deeply")
 
     if pos >= len(toks):
         raise bad()
@@ -478,13 +486,13 @@ def _type(toks: list[str], pos: int, fname: str, text: str) -> tuple[_Ty, int]:
         mut = pos < len(toks) and toks[pos] == "mut"
         if mut:
             pos += 1
-        inner, pos = _type(toks, pos, fname, text)
+        inner, pos = _type(toks, pos, fname, text, depth + 1)
         return _Ty("ref", args=(inner,), lifetime=lifetime, mut=mut), pos
     if t == "(":
         items: list[_Ty] = []
         pos += 1
         while pos < len(toks) and toks[pos] != ")":
-            item, pos = _type(toks, pos, fname, text)
+            item, pos = _type(toks, pos, fname, text, depth + 1)
             items.append(item)
             if pos < len(toks) and toks[pos] == ",":
                 pos += 1
@@ -494,7 +502,7 @@ def _type(toks: list[str], pos: int, fname: str, text: str) -> tuple[_Ty, int]:
             raise bad()
         return _Ty("tuple", args=tuple(items)), pos + 1
     if t == "[":
-        inner, pos = _type(toks, pos + 1, fname, text)
+        inner, pos = _type(toks, pos + 1, fname, text, depth + 1)
         if pos < len(toks) and toks[pos] == ";":
             if pos + 2 >= len(toks) or not toks[pos + 1].isdigit() or toks[pos + 2] != "]":
                 raise bad()
@@ -532,7 +540,7 @@ def _type(toks: list[str], pos: int, fname: str, text: str) -> tuple[_Ty, int]:
     if pos < len(toks) and toks[pos] == "<":
         pos += 1
         while True:
-            arg, pos = _type(toks, pos, fname, text)
+            arg, pos = _type(toks, pos, fname, text, depth + 1)
             args.append(arg)
             if pos < len(toks) and toks[pos] == ",":
                 pos += 1

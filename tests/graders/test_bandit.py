@@ -14,6 +14,7 @@ import tokenize
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
 from pydantic import ValidationError
 
 from arbiter.graders.analysis_pool import WorkerPool
@@ -30,6 +31,7 @@ from arbiter.graders.registry import GraderRegistry
 from arbiter.graders.runner import GraderJob, run_job
 from arbiter.graders.static_analysis import StaticAnalyzer
 from arbiter.graders.types import INFRASTRUCTURE_FAILURES, FailureKind, Sample, ViolationType
+from tests.graders.reader_fuzz import TARGETS, fuzz_settings
 from tests.strictness import unavailable
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -452,3 +454,26 @@ def test_a_task_in_another_language_is_not_applicable_never_zero(grader):
     assert result.score is None
     assert result.failure is not None and result.failure.kind == FailureKind.NOT_APPLICABLE
     assert "cpp" in result.failure.message
+
+
+# --- any text: bandit answers for every response --------------------------------
+
+#: The unary chain overflows CPython's parser stack as a MemoryError, which escaped
+#: analyze_bandit as a crash; the 2,000-term sum parses but was a grader_error.
+UNARY_CHAIN = "x = " + "-" * 100_000 + "1\n"
+LONG_SUM = "x = " + "+".join(["1"] * 2000) + "\n"
+
+
+@fuzz_settings()
+@given(TARGETS["bandit.analyze_bandit"].strategy)
+@example(UNARY_CHAIN)
+def test_analyze_bandit_answers_for_any_code(code):
+    TARGETS["bandit.analyze_bandit"].check(code)
+
+
+@fuzz_settings()
+@given(TARGETS["bandit.grade"].strategy)
+@example((UNARY_CHAIN, True))
+@example((LONG_SUM, False))
+def test_no_response_makes_bandit_fail_as_ours(args):
+    TARGETS["bandit.grade"].check(args)

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
 
 from arbiter.graders.program import assemble_program, program_of
 from arbiter.graders.types import FailureKind, Message, Sample, TaskSpec
 from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from arbiter.rubrics.loader import load_rubric
 from arbiter.rubrics.score import score_samples
+from tests.graders.reader_fuzz import TARGETS, fuzz_settings
 from tests.strictness import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,3 +198,34 @@ def test_humanevalpack_body_only_completions_under_python_codegen():
     assert all((by_id[k].reward or 0.0) > 0.5 for k in canonical_pass), (
         "a passing body was capped: another component found no code"
     )
+
+
+# --- any text: the assembler answers for every prompt and completion ----------------
+
+
+@fuzz_settings()
+@given(TARGETS["program.prompt_code"].strategy)
+@example("```python\n" + "x = " + "-" * 100_000 + "1\n")  # the parser's MemoryError
+def test_prompt_code_reads_any_prompt(prompt):
+    TARGETS["program.prompt_code"].check(prompt)
+
+
+@fuzz_settings()
+@given(TARGETS["program.compiles"].strategy)
+@example("x = " + "+".join(["1"] * 5000) + "\n")  # RecursionError during compilation
+def test_compiles_answers_for_any_code(code):
+    TARGETS["program.compiles"].check(code)
+
+
+@fuzz_settings()
+@given(TARGETS["program.assemble_program"].strategy)
+@example(("```python\ndef f(x):\n", "`" * 40_000, "all", "f"))
+def test_assemble_program_reads_any_prompt_and_completion(args):
+    TARGETS["program.assemble_program"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["program.program_of"].strategy)
+@example(([Message(role="user", content="```py\n")], "\x00", None))
+def test_program_of_reads_any_sample(args):
+    TARGETS["program.program_of"].check(args)

@@ -9,7 +9,7 @@ from pathlib import Path
 from textwrap import dedent
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 from radon.metrics import mi_visit
@@ -29,6 +29,7 @@ from arbiter.graders.radon import (
 from arbiter.graders.registry import GraderRegistry
 from arbiter.graders.static_analysis import StaticAnalyzer
 from arbiter.graders.types import INFRASTRUCTURE_FAILURES, FailureKind, Sample
+from tests.graders.reader_fuzz import TARGETS, fuzz_settings
 from tests.strictness import unavailable
 
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
@@ -404,3 +405,28 @@ def test_a_task_in_another_language_is_not_applicable_never_zero(grader):
     result = asyncio.run(grader.grade(sample, RadonConfig()))
     assert result.score is None
     assert result.failure is not None and result.failure.kind == FailureKind.NOT_APPLICABLE
+
+
+# --- any text: radon answers for every response ---------------------------------
+
+#: The unary chain overflows CPython's parser stack as a MemoryError, which escaped
+#: measure_radon as a crash; the long sum and the long literal were grader_errors.
+UNARY_CHAIN = "x = " + "-" * 100_000 + "1\n"
+LONG_SUM = "x = " + "+".join(["1"] * 2000) + "\n"
+LONG_LITERAL = "x = [\n" + "1,\n" * 600 + "]\n"
+
+
+@fuzz_settings()
+@given(TARGETS["radon.measure_radon"].strategy)
+@example(UNARY_CHAIN)
+def test_measure_radon_answers_for_any_code(code):
+    TARGETS["radon.measure_radon"].check(code)
+
+
+@fuzz_settings()
+@given(TARGETS["radon.grade"].strategy)
+@example((UNARY_CHAIN, True))
+@example((LONG_SUM, False))
+@example((LONG_LITERAL, False))
+def test_no_response_makes_radon_fail_as_ours(args):
+    TARGETS["radon.grade"].check(args)

@@ -14,17 +14,20 @@ import os
 import shutil
 import struct
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
 
 from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, UnsupportedTask
 from arbiter.graders.languages.cpp import LANGUAGE, RUNTIME, mask
 from arbiter.graders.languages.wire import Char, Tuple
 from tests.graders.languages import local_runs
+from tests.graders.reader_fuzz import TARGETS, fuzz_settings, humanevalpack, require_data
 from tests.strictness import unavailable
 
 HERE = Path(__file__).resolve().parent
@@ -644,3 +647,91 @@ def test_humanevalpack_rows(row, toolchain, tmp_path):
 
 def test_gxx_is_where_the_toolchain_says(toolchain):
     assert shutil.which("g++", path="/usr/local/bin:/usr/bin:/bin") == toolchain.paths["g++"]
+
+
+# --- any text: the readers answer for every prompt and completion ----------------------
+#
+# The shared strategies and checks are tests/graders/reader_fuzz.py's; each example
+# below is an input that once escaped a reader as a crash of ours or took it past the
+# grader's deadline (an infra_timeout, ours, that the candidate's text caused).
+
+_ROWS = humanevalpack("cpp")
+#: A row the bridge serves (None without ../shared/data: the candidate test is unavailable).
+_ROW = _ROWS[115] if _ROWS else None
+#: A lone surrogate (JSON's "\ud800"): the build's files could not be written.
+SURROGATE = "\ud800"
+
+
+@fuzz_settings()
+@given(TARGETS["cpp.mask"].strategy)
+@example("1'0" * 20_000)
+@example("b'" * 20_000)
+def test_mask_keeps_the_offsets_of_any_text(args):
+    TARGETS["cpp.mask"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["cpp.defines"].strategy)
+@example(("a f(" * 20_000, "f"))
+@example(("int f() ->" + " " * 5_000, "f"))
+def test_defines_answers_for_any_code(args):
+    TARGETS["cpp.defines"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["cpp.declared"].strategy)
+@example("/*" + " " * 3_000 + "*/\nint f(int x){")
+def test_declared_reads_any_prompt_or_refuses_the_task(args):
+    TARGETS["cpp.declared"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["cpp.candidate"].strategy)
+@example((_ROW, "return '" + SURROGATE + "';}", True))
+def test_candidate_builds_any_completion_or_blames_the_candidate(args):
+    require_data(TARGETS["cpp.candidate"])
+    TARGETS["cpp.candidate"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["cpp.candidate_of_any_task"].strategy)
+@example(("int f(int x){", SURROGATE, "", False))
+def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
+    TARGETS["cpp.candidate_of_any_task"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["cpp.harness"].strategy)
+@example(("/*" + "\n" * 3_000 + "*/\nint f(int x) noexcept(" + " " * 3_000 + "{", "", ""))
+def test_harness_reads_any_task_or_refuses_it(args):
+    TARGETS["cpp.harness"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["cpp.program"].strategy)
+@example("int main() { return '" + SURROGATE + "'; }")
+def test_program_builds_any_code_or_blames_the_candidate(args):
+    TARGETS["cpp.program"].check(args)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(lambda: mask("1'0" * 100_000), id="mask digit separators"),
+        pytest.param(lambda: LANGUAGE.defines("a f(" * 50_000, "f"), id="defines at every call"),
+        pytest.param(
+            lambda: LANGUAGE.defines("int f() ->" + " " * 200_000, "f"), id="defines after ->"
+        ),
+        pytest.param(
+            lambda: LANGUAGE.declared(
+                ProgramParts(prompt="/*" + " " * 200_000 + "*/\nint f(int x){", code="", tests="")
+            ),
+            id="declaration after a comment",
+        ),
+    ],
+)
+def test_reading_long_text_takes_linear_time(read):
+    # Each was quadratic or worse: seconds at 50 KB, minutes at a few hundred.
+    start = time.process_time()
+    read()
+    assert time.process_time() - start < 5.0

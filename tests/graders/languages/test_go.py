@@ -17,11 +17,13 @@ import struct
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
 
 from arbiter.graders.languages import go as go_module
 from arbiter.graders.languages import local, wire
@@ -29,6 +31,7 @@ from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, Unsup
 from arbiter.graders.languages.go import LANGUAGE, tokenize
 from arbiter.graders.languages.wire import Char, Tuple
 from tests.graders.languages import local_runs
+from tests.graders.reader_fuzz import TARGETS, fuzz_settings, humanevalpack, require_data
 from tests.strictness import unavailable
 
 HERE = Path(__file__).resolve().parent
@@ -819,3 +822,101 @@ def test_a_program_reads_stdin_and_is_held_to_its_memory(toolchain, tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == b"hello\n 256"
+
+
+# --- any text: the readers answer for every prompt and completion ----------------------
+#
+# The shared strategies and checks are tests/graders/reader_fuzz.py's; each example
+# below is an input that once escaped a reader as a crash of ours or took it past the
+# grader's deadline (an infra_timeout, ours, that the candidate's text caused).
+
+_ROWS = humanevalpack("go")
+#: A row the bridge serves (None without ../shared/data: the candidate test is unavailable).
+_ROW = _ROWS[0] if _ROWS else None
+#: A lone surrogate (JSON's "\ud800"): the build's files could not be written.
+SURROGATE = "\ud800"
+
+
+@fuzz_settings()
+@given(TARGETS["go.defines"].strategy)
+@example(("func f(x " + "*" * 5_000 + "int) {}\n", "f"))
+@example(("func f() " * 5_000, "f"))
+def test_defines_answers_for_any_code(args):
+    TARGETS["go.defines"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["go.declared"].strategy)
+@example("func f(x " + "[]" * 5_000 + "int) {\n")
+def test_declared_reads_any_prompt_or_refuses_the_task(args):
+    TARGETS["go.declared"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["go.candidate"].strategy)
+@example((_ROW, 'import "\\x"\nfunc f() {}\n', False))
+@example((_ROW, SURROGATE, True))
+def test_candidate_builds_any_completion_or_blames_the_candidate(args):
+    require_data(TARGETS["go.candidate"])
+    TARGETS["go.candidate"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["go.candidate_of_any_task"].strategy)
+@example(("func f() {\n", 'package main\nimport "\\N{x}"\n', "", False))
+def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
+    TARGETS["go.candidate_of_any_task"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["go.harness"].strategy)
+@example(('import "\\x"\nfunc f() {\n', "func TestF(t *testing.T) {}\n", ""))
+def test_harness_reads_any_task_or_refuses_it(args):
+    TARGETS["go.harness"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["go.program"].strategy)
+@example('package main\nimport "\\x"\nfunc main() {}\n')
+@example('package main; var s = "' + SURROGATE + '"')
+def test_program_builds_any_code_or_blames_the_candidate(args):
+    TARGETS["go.program"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["go.tokenize"].strategy)
+@example('"\\')
+@example("`" * 3)
+def test_tokenize_reads_any_text(args):
+    TARGETS["go.tokenize"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["go.header"].strategy)
+@example('import "\\x"\n')
+@example('import ( "\\400" )\n')
+def test_header_reader_never_raises(args):
+    TARGETS["go.header"].check(args)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(
+            lambda: LANGUAGE.defines("func f() " * 20_000, "f"), id="defines of refused signatures"
+        ),
+        pytest.param(
+            lambda: LANGUAGE.program("package main\n" + "func f() " * 20_000),
+            id="program of refused signatures",
+        ),
+        pytest.param(
+            lambda: LANGUAGE.program("package main\n" + 'import "os"\n' * 20_000),
+            id="program of unused imports",
+        ),
+    ],
+)
+def test_reading_long_text_takes_linear_time(read):
+    # Each was quadratic or worse: seconds at 50 KB, minutes at a few hundred.
+    start = time.process_time()
+    read()
+    assert time.process_time() - start < 5.0

@@ -14,10 +14,12 @@ import math
 import resource
 import struct
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
 
 from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, UnsupportedTask
@@ -34,6 +36,7 @@ from arbiter.graders.languages.java import (
 )
 from arbiter.graders.languages.wire import Char, Tuple
 from tests.graders.languages import local_runs
+from tests.graders.reader_fuzz import TARGETS, fuzz_settings, humanevalpack, require_data
 from tests.strictness import unavailable
 
 HERE = Path(__file__).resolve().parent
@@ -787,3 +790,96 @@ def test_humanevalpack_rows(row, toolchain, tmp_path):
         )
         ok, why = bridged(parts, toolchain, str(tmp_path / variant))
         assert ok is expected, (variant, why)
+
+
+# --- any text: the readers answer for every prompt and completion ----------------------
+#
+# The shared strategies and checks are tests/graders/reader_fuzz.py's; each example
+# below is an input that once escaped a reader as a crash of ours or took it past the
+# grader's deadline (an infra_timeout, ours, that the candidate's text caused).
+
+_ROWS = humanevalpack("java")
+#: A row the bridge serves (None without ../shared/data: the candidate test is unavailable).
+_ROW = _ROWS[0] if _ROWS else None
+#: A lone surrogate (JSON's "\ud800"): the build's files could not be written.
+SURROGATE = "\ud800"
+
+
+@fuzz_settings()
+@given(TARGETS["java.mask"].strategy)
+@example('"""' * 5_000)
+def test_mask_keeps_the_offsets_of_any_text(args):
+    TARGETS["java.mask"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["java.defines"].strategy)
+@example(("int f() throws" + " " * 5_000, "f"))
+def test_defines_answers_for_any_code(args):
+    TARGETS["java.defines"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["java.declared"].strategy)
+@example("class A {\n" + "  " * 3_000 + "int f(int x) {")
+def test_declared_reads_any_prompt_or_refuses_the_task(args):
+    TARGETS["java.declared"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["java.candidate"].strategy)
+@example((_ROW, SURROGATE, True))
+@example((_ROW, "\n" * 20_000, True))
+def test_candidate_builds_any_completion_or_blames_the_candidate(args):
+    require_data(TARGETS["java.candidate"])
+    TARGETS["java.candidate"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["java.candidate_of_any_task"].strategy)
+@example(("class A { int f() {", SURROGATE, "", False))
+def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
+    TARGETS["java.candidate_of_any_task"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["java.harness"].strategy)
+@example(("class A { int f() {", "public class Main {}\n" * 2_000, ""))
+def test_harness_reads_any_task_or_refuses_it(args):
+    TARGETS["java.harness"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["java.program"].strategy)
+@example('class A { String s = "' + SURROGATE + '"; }')
+@example("static void main(" * 5_000)
+def test_program_builds_any_code_or_blames_the_candidate(args):
+    TARGETS["java.program"].check(args)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(
+            lambda: LANGUAGE.program("public class A{}" * 20_000), id="program of many classes"
+        ),
+        pytest.param(
+            lambda: LANGUAGE.program("static void main(" * 20_000), id="program of many mains"
+        ),
+        pytest.param(
+            lambda: LANGUAGE.candidate(
+                ProgramParts(
+                    prompt="class Solution {\n    int f(int x) {\n",
+                    code="class Solution {\n" + "\n" * 200_000,
+                    tests="",
+                )
+            ),
+            id="candidate of empty lines",
+        ),
+    ],
+)
+def test_reading_long_text_takes_linear_time(read):
+    # Each was quadratic or worse: seconds at 50 KB, minutes at a few hundred.
+    start = time.process_time()
+    read()
+    assert time.process_time() - start < 5.0

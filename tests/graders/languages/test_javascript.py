@@ -13,16 +13,19 @@ import math
 import resource
 import struct
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
 
 from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import ProgramParts, Toolchain, UnsupportedTask
 from arbiter.graders.languages.javascript import BRIDGE, LANGUAGE, RUNTIME, mask
 from arbiter.graders.languages.wire import UNDEFINED, Char, Tuple
 from tests.graders.languages import local_runs
+from tests.graders.reader_fuzz import TARGETS, fuzz_settings, humanevalpack, require_data
 from tests.strictness import unavailable
 
 HERE = Path(__file__).resolve().parent
@@ -535,3 +538,83 @@ def test_humanevalpack_rows(row, toolchain, tmp_path):
         )
         ok, why = bridged(parts, toolchain, str(tmp_path / variant))
         assert ok is expected, (variant, why)
+
+
+# --- any text: the readers answer for every prompt and completion ----------------------
+#
+# The shared strategies and checks are tests/graders/reader_fuzz.py's; each example
+# below is an input that once escaped a reader as a crash of ours or took it past the
+# grader's deadline (an infra_timeout, ours, that the candidate's text caused).
+
+_ROWS = humanevalpack("js")
+#: A row the bridge serves (None without ../shared/data: the candidate test is unavailable).
+_ROW = _ROWS[0] if _ROWS else None
+#: A lone surrogate (JSON's "\ud800"): the build's files could not be written.
+SURROGATE = "\ud800"
+
+
+@fuzz_settings()
+@given(TARGETS["javascript.mask"].strategy)
+@example("`${" * 5_000)
+def test_mask_keeps_the_offsets_of_any_text(args):
+    TARGETS["javascript.mask"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["javascript.defines"].strategy)
+@example(("\n" * 20_000, "f"))
+@example(("//\n" * 10_000, "f"))
+def test_defines_answers_for_any_code(args):
+    TARGETS["javascript.defines"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["javascript.declared"].strategy)
+@example("function f(a) {" + " " * 5_000)
+def test_declared_reads_any_prompt_or_refuses_the_task(args):
+    TARGETS["javascript.declared"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["javascript.candidate"].strategy)
+@example((_ROW, SURROGATE, True))
+def test_candidate_builds_any_completion_or_blames_the_candidate(args):
+    require_data(TARGETS["javascript.candidate"])
+    TARGETS["javascript.candidate"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["javascript.candidate_of_any_task"].strategy)
+@example(("const f = (a) => {", SURROGATE, "", False))
+def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
+    TARGETS["javascript.candidate_of_any_task"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["javascript.harness"].strategy)
+@example(("\n" * 5_000 + "function f(a) {", "", ""))
+def test_harness_reads_any_task_or_refuses_it(args):
+    TARGETS["javascript.harness"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["javascript.program"].strategy)
+@example('const s = "' + SURROGATE + '";')
+def test_program_builds_any_code_or_blames_the_candidate(args):
+    TARGETS["javascript.program"].check(args)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(lambda: LANGUAGE.defines("\n" * 200_000, "f"), id="defines over empty lines"),
+        pytest.param(
+            lambda: LANGUAGE.defines("//\n" * 100_000, "f"), id="defines over comment lines"
+        ),
+    ],
+)
+def test_reading_long_text_takes_linear_time(read):
+    # Each was quadratic or worse: seconds at 50 KB, minutes at a few hundred.
+    start = time.process_time()
+    read()
+    assert time.process_time() - start < 5.0

@@ -20,15 +20,18 @@ import struct
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
 
 from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, UnsupportedTask
 from arbiter.graders.languages.rust import CRATE_REGISTRY, LANGUAGE, mask
 from tests.graders.languages import local_runs
+from tests.graders.reader_fuzz import TARGETS, fuzz_settings, humanevalpack, require_data
 from tests.strictness import unavailable
 
 _HERE = Path(__file__).resolve().parent
@@ -647,3 +650,81 @@ def test_humanevalpack_canonical_passes_and_buggy_fails(
         code, out, err = _run_bridged(harness, hdir, toolchain, (candidate, cdir))
         passed, total = LANGUAGE.harness_passed(code, out, err)
         assert (passed == total) is expected, f"{variant}: {out}{err}"
+
+
+# --- any text: the readers answer for every prompt and completion ----------------------
+#
+# The shared strategies and checks are tests/graders/reader_fuzz.py's; each example
+# below is an input that once escaped a reader as a crash of ours or took it past the
+# grader's deadline (an infra_timeout, ours, that the candidate's text caused).
+
+_ROWS = humanevalpack("rust")
+#: A row the bridge serves (None without ../shared/data: the candidate test is unavailable).
+_ROW = _ROWS[0] if _ROWS else None
+#: A lone surrogate (JSON's "\ud800"): the build's files could not be written.
+SURROGATE = "\ud800"
+
+
+@fuzz_settings()
+@given(TARGETS["rust.mask"].strategy)
+@example('r#"' * 5_000)
+@example("/*" * 5_000)
+def test_mask_keeps_the_offsets_of_any_text(args):
+    TARGETS["rust.mask"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["rust.defines"].strategy)
+@example(("fn f(" * 5_000, "f"))
+def test_defines_answers_for_any_code(args):
+    TARGETS["rust.defines"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["rust.declared"].strategy)
+@example("fn f(x: " + "&" * 3_000 + "i32) {")
+def test_declared_reads_any_prompt_or_refuses_the_task(args):
+    TARGETS["rust.declared"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["rust.candidate"].strategy)
+@example((_ROW, SURROGATE, True))
+def test_candidate_builds_any_completion_or_blames_the_candidate(args):
+    require_data(TARGETS["rust.candidate"])
+    TARGETS["rust.candidate"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["rust.candidate_of_any_task"].strategy)
+@example(("fn f() {", SURROGATE, "", False))
+def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
+    TARGETS["rust.candidate_of_any_task"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["rust.harness"].strategy)
+@example(("fn f() -> " + "Vec<" * 2_000 + "i32" + ">" * 2_000 + " {", "", ""))
+def test_harness_reads_any_task_or_refuses_it(args):
+    TARGETS["rust.harness"].check(args)
+
+
+@fuzz_settings()
+@given(TARGETS["rust.program"].strategy)
+@example('fn main() { let s = "' + SURROGATE + '"; }')
+def test_program_builds_any_code_or_blames_the_candidate(args):
+    TARGETS["rust.program"].check(args)
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        pytest.param(lambda: mask('r#"' * 50_000), id="mask of raw strings"),
+        pytest.param(lambda: LANGUAGE.defines("fn g(" * 50_000, "f"), id="defines of many fns"),
+    ],
+)
+def test_reading_long_text_takes_linear_time(read):
+    # Each was quadratic or worse: seconds at 50 KB, minutes at a few hundred.
+    start = time.process_time()
+    read()
+    assert time.process_time() - start < 5.0
