@@ -15,8 +15,9 @@ class and have its own methods answer the tests' questions about a result
    first letter, a lowercase letter, no underscore: ``Node``, ``LRUCache``),
    unless the tests use what a call of it returns as a value, as one uses a
    function's result (compared, asserted, negated, computed with: MBPP's
-   ``assert Sort(xs) == ys``), directly or through the name it was assigned
-   to. ``Node(1)`` that the setup assigns and links, ``Pair(5, 24)`` that a
+   ``assert Sort(xs) == ys``; the container of an ``in`` is asked a question of
+   its own, not used as a value), directly or through the name it was
+   assigned to. ``Node(1)`` that the setup assigns and links, ``Pair(5, 24)`` that a
    test hands to the function, are classes.
 
 Even a name wrongly taken for a class costs an honest function little: a call
@@ -66,9 +67,19 @@ def _called(node: ast.AST, aliases: Mapping[str, str]) -> str | None:
 
 
 def _operands(node: ast.AST) -> list[ast.AST]:
-    """The expressions ``node`` uses as values: compared, asserted, negated or computed with."""
+    """The expressions ``node`` uses as values: compared, asserted, negated or computed with.
+
+    Not the container of ``in``: ``1 in s`` asks ``s`` a question of its own (an
+    instance's ``__contains__`` is the API of a class under test), as ``len(s)``
+    or iterating it would.
+    """
     if isinstance(node, ast.Compare):
-        return [node.left, *node.comparators]
+        containers = {
+            id(right)
+            for op, right in zip(node.ops, node.comparators, strict=True)
+            if isinstance(op, ast.In | ast.NotIn)
+        }
+        return [n for n in (node.left, *node.comparators) if id(n) not in containers]
     if isinstance(node, ast.Assert | ast.If | ast.While | ast.IfExp):
         return [node.test]
     if isinstance(node, ast.BoolOp):

@@ -396,7 +396,10 @@ def controls() -> dict[str, tuple[bool, str]]:
         found = dict(zip([a.name for a in in_children], children, strict=True))
     for attack in ATTACKS:
         if attack.name not in found:
-            found[attack.name] = control(attack)
+            # In this process: an attack that rewrites the sandbox's modules rewrites
+            # private copies, never the ones the rest of the suite runs on.
+            with _private_sandbox_modules():
+                found[attack.name] = control(attack)
     return found
 
 
@@ -510,7 +513,7 @@ def test_a_tasks_warning_filters_end_with_its_grading(grader: UnitTestsGrader) -
 
 
 def test_a_plan_is_kept_by_the_tasks_classes_too(grader: UnitTestsGrader) -> None:
-    # Round 5: the same tests without classes first, then with them, reused the first plan.
+    # The same tests without classes first, then with them, reused the first plan.
     tests = [
         "s = Stack()\ns.push(1)\nassert 1 in s",
         "s = Stack()\ns.push(2)\nassert s.peek() == 2",
@@ -521,7 +524,8 @@ def test_a_plan_is_kept_by_the_tasks_classes_too(grader: UnitTestsGrader) -> Non
         "    def peek(self):\n        return self.items[-1]\n"
         "    def __contains__(self, x):\n        return x in self.items\n"
     )
-    for classes in (None, ["Stack"]):
+    # ``classes=[]`` says no name is a class; the plan made so must not serve ["Stack"].
+    for classes in ([], ["Stack"]):
         spec = TaskSpec(kind="python_function", tests=tests, entry_point="Stack", classes=classes)
         result = grade(grader, Sample(id="stack", response=f"```python\n{code}```", task=spec))
     assert result.score == 1.0, result.details

@@ -485,8 +485,12 @@ def test_mock_values_are_flagged_and_never_equal(value: object) -> None:
     # A handle, never data: the mock stays in the sandbox (and what the trusted
     # side may ask of it is the trusted side's to decide: a result, so nothing).
     # (A MagicMock iterates, so it stays as a stream: its items would cross by value.)
-    assert repr(decoded) in (
-        "('handle', 0)",
-        "('handle', ('g', 0))",
-        "[('handle', 0)]",
-    ) and session.kept[0] is not None
+    assert (
+        repr(decoded)
+        in (
+            "('handle', 0)",
+            "('handle', ('g', 0))",
+            "[('handle', 0)]",
+        )
+        and session.kept[0] is not None
+    )
