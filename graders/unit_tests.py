@@ -58,7 +58,12 @@ from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.code import extract_source
 from arbiter.graders.credit import ours
 from arbiter.graders.languages import language as language_named
-from arbiter.graders.languages.base import Language, ProgramParts, UnsupportedTask
+from arbiter.graders.languages.base import (
+    Language,
+    MalformedProgram,
+    ProgramParts,
+    UnsupportedTask,
+)
 from arbiter.graders.program import compiles, program_of, prompt_code, prompt_text
 from arbiter.graders.programs import (
     COMPILE_OUTPUT_BYTES,
@@ -1056,6 +1061,14 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             else:
                 build = lang.candidate(parts)
             harness_build = lang.harness(parts) if task.kind == "test_program" else None
+        except MalformedProgram as e:
+            # Text no build can hold (a lone surrogate): the candidate's compile error.
+            return self._candidate_fault(
+                FailureKind.COMPILE_ERROR,
+                f"the program does not compile: {e}",
+                config,
+                {"language": task.language, "diagnostics": str(e)},
+            )
         except UnsupportedTask as e:
             return self.failed(FailureKind.COLLECTION_ERROR, str(e))
 

@@ -104,3 +104,24 @@ def test_a_burst_of_compiles_waits_for_compile_places_and_never_times_out(
     results = asyncio.run(run_jobs(jobs))
     assert [r.score for r in results] == [1.0] * 6, [r.failure for r in results]
     assert language_pool.building() == (0, 0)
+
+
+@pytest.mark.parametrize("name", ["go", "cpp", "rust", "java", "javascript"])
+def test_text_no_build_can_hold_is_the_candidates_compile_error(
+    language_grader: UnitTestsGrader, name: str
+) -> None:
+    # A lone surrogate (an import path our reader could not decode made the grade
+    # crash, ours, and the reward abstain): the candidate's fault, scored 0.
+    require_toolchain(language_grader, name)
+    body = {
+        "go": 'package main\nimport "\ud800"\nfunc main() {}\n',
+        "cpp": 'int main() { const char* s = "\ud800"; return 0; }\n',
+        "rust": 'fn main() { let _ = "\ud800"; }\n',
+        "java": 'class Main { public static void main(String[] a) { String s = "\ud800"; } }\n',
+        "javascript": 'console.log("\ud800");\n',
+    }[name]
+    task = TaskSpec(kind="stdin_stdout", language=name, tests=[IOCase(input="", output="")])
+    sample = Sample(id="surrogate", response=f"```{name}\n{body}```", task=task)
+    result = language_grader.grade_sync(sample, UnitTestsConfig())
+    assert result.score == 0.0, result
+    assert result.details["failure_kind"] == FailureKind.COMPILE_ERROR.value
