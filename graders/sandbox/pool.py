@@ -1065,7 +1065,7 @@ class SandboxPool:
         """A run the trusted side talks to on its channel (a module's calls, a program's)."""
         with (
             self._slot(limits) as slot,
-            (holding() if holding is not None else contextlib.nullcontext()) as held,
+            holding() if holding is not None else contextlib.nullcontext() as held,
         ):
             files = _RunFiles(b"")
             deadline = _deadline(limits)
