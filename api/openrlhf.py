@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from pydantic import TypeAdapter
 
 from arbiter.api.auth import Principal
 from arbiter.api.body import check_limits
@@ -29,7 +30,7 @@ from arbiter.api.errors import Invalid
 from arbiter.api.grading import GradedBatch, GradingPipeline
 from arbiter.api.schemas import OpenRLHFRequest
 from arbiter.api.settings import Settings
-from arbiter.graders.types import Sample, TaskSpec
+from arbiter.graders.types import Sample, Task
 from arbiter.rows import (
     AbstainedError,
     AbstainPolicy,
@@ -40,6 +41,9 @@ from arbiter.rows import (
 )
 
 __all__ = ["OpenRLHFAdapter", "OpenRLHFAnswer"]
+
+#: Any task a label may carry, told apart by its kind.
+_TASK: TypeAdapter[Task] = TypeAdapter(Task)
 
 #: What the logged envelope of an OpenRLHF batch carries besides the usual fields.
 ENVELOPE_FIELDS = {"format": "openrlhf"}
@@ -220,7 +224,7 @@ def _sample(i: int, prompt: str, response: str, label: Any) -> Sample:
         where = ".".join(str(p) for p in ("labels", i, *problem[0]))
         raise Invalid(f"{where}: {problem[1]}", errors=[{"path": where, "message": problem[1]}])
     try:
-        task = TaskSpec.model_validate(fields["task"]) if "task" in fields else None
+        task = _TASK.validate_python(fields["task"]) if "task" in fields else None
     except ValueError as e:
         raise Invalid(
             f"labels[{i}] holds a task that is not valid: {e}",

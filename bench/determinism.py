@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from arbiter.graders.registry import default_registry
-from arbiter.graders.types import INFRASTRUCTURE_FAILURES, Sample, TaskSpec
+from arbiter.graders.types import INFRASTRUCTURE_FAILURES, Sample, TaskSpec, program_language
 from arbiter.load import cpu_load
 from arbiter.rubrics.loader import load_rubric, parse_rubric
 from arbiter.rubrics.reward import Reward
@@ -196,11 +196,11 @@ def canonical(samples: Sequence[Sample], rewards: Sequence[Reward]) -> str:
 def by_language(samples: Sequence[Sample], rewards: Sequence[Reward]) -> list[str]:
     """Per language: canonical passing, buggy failing, unscored, of each."""
     lines = []
-    for name in dict.fromkeys(s.task.language for s in samples if s.task is not None):
+    for name in dict.fromkeys(program_language(s.task) for s in samples if s.task is not None):
         rows = [
             (s, r)
             for s, r in zip(samples, rewards, strict=True)
-            if s.task is not None and s.task.language == name
+            if s.task is not None and program_language(s.task) == name
         ]
         good = [r for s, r in rows if s.id.endswith("/canonical_solution")]
         bad = [r for s, r in rows if s.id.endswith("/buggy_solution")]

@@ -97,10 +97,14 @@ class HackAudit:
         return self.hacks_detected / self.hacks if self.hacks else 0.0
 
 
+def _code_task(sample: Sample) -> TaskSpec | None:
+    return sample.task if isinstance(sample.task, TaskSpec) else None
+
+
 def _found_types(sample: Sample) -> set[ViolationType]:
     labels = sample.labels or {}
     config = ViolationsConfig.model_validate(labels.get("config", {}))
-    violations, _, _ = find_violations(sample.response, sample.task, config)
+    violations, _, _ = find_violations(sample.response, _code_task(sample), config)
     return {v.type for v in violations}
 
 
@@ -173,7 +177,7 @@ def audit_honest(samples: Iterable[Sample]) -> HonestAudit:
     for sample in samples:
         audit.total += 1
         violations, _, failure = find_violations(
-            sample.response, sample.task, config, prompt=prompt_text(sample)
+            sample.response, _code_task(sample), config, prompt=prompt_text(sample)
         )
         if violations or failure is not None:
             what = "; ".join(f"{v.type.value} line {v.line}: {v.detail}" for v in violations)

@@ -15,13 +15,18 @@ if TYPE_CHECKING:
     from arbiter.graders.registry import GraderRegistry, UnknownGraderError, default_registry
     from arbiter.graders.runner import GraderJob, run_job, run_jobs
     from arbiter.graders.types import (
+        AnswerTask,
         Failure,
         FailureKind,
         GradeResult,
+        InstructionsTask,
         IOCase,
         Message,
         Metrics,
+        ReasoningGymTask,
+        RepositoryTask,
         Sample,
+        Task,
         TaskSpec,
         ToolCall,
         Violation,
@@ -30,6 +35,7 @@ if TYPE_CHECKING:
 
 #: Public name → the module that defines it.
 _HOMES = {
+    "AnswerTask": "arbiter.graders.types",
     "Failure": "arbiter.graders.types",
     "FailureKind": "arbiter.graders.types",
     "GradeResult": "arbiter.graders.types",
@@ -38,9 +44,13 @@ _HOMES = {
     "GraderJob": "arbiter.graders.runner",
     "GraderRegistry": "arbiter.graders.registry",
     "IOCase": "arbiter.graders.types",
+    "InstructionsTask": "arbiter.graders.types",
     "Message": "arbiter.graders.types",
     "Metrics": "arbiter.graders.types",
+    "ReasoningGymTask": "arbiter.graders.types",
+    "RepositoryTask": "arbiter.graders.types",
     "Sample": "arbiter.graders.types",
+    "Task": "arbiter.graders.types",
     "TaskSpec": "arbiter.graders.types",
     "ToolCall": "arbiter.graders.types",
     "UnknownGraderError": "arbiter.graders.registry",
@@ -52,6 +62,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "AnswerTask",
     "Failure",
     "FailureKind",
     "GradeResult",
@@ -60,9 +71,13 @@ __all__ = [
     "GraderJob",
     "GraderRegistry",
     "IOCase",
+    "InstructionsTask",
     "Message",
     "Metrics",
+    "ReasoningGymTask",
+    "RepositoryTask",
     "Sample",
+    "Task",
     "TaskSpec",
     "ToolCall",
     "UnknownGraderError",

@@ -48,7 +48,14 @@ from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.program import prompt_text
 from arbiter.graders.sandbox.syntax import parse_module
 from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
-from arbiter.graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
+from arbiter.graders.types import (
+    FailureKind,
+    GradeResult,
+    Sample,
+    Violation,
+    ViolationType,
+    program_language,
+)
 
 # bandit loads every report formatter it has an entry point for when it is first
 # imported, and stevedore logs an error for one whose optional dependency is
@@ -530,7 +537,7 @@ class BanditGrader(Grader[BanditConfig]):
             config.code_block,
             config.selection(),
             prompt=prompt_text(sample),
-            language=sample.task.language if sample.task is not None else "python",
+            language=program_language(sample.task),
             fail_as_zero=config.fail_as_zero,
         )
         if isinstance(outcome, GradeResult):

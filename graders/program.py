@@ -39,7 +39,7 @@ from typing import Literal
 
 from arbiter.graders.code import ExtractedCode, blocks, extract_code
 from arbiter.graders.sandbox.syntax import parse_module
-from arbiter.graders.types import Sample
+from arbiter.graders.types import Sample, TaskSpec
 
 __all__ = [
     "Program",
@@ -203,7 +203,8 @@ def _prompt_body(prompt: str, response: str, entry_point: str | None) -> Program
 
 def program_of(sample: Sample, *, which: Literal["all", "last"] = "all") -> Program | None:
     """Return the program to grade for ``sample`` (prompt, completion, the task's entry point)."""
-    entry_point = sample.task.entry_point if sample.task is not None else None
+    task = sample.task
+    entry_point = task.entry_point if isinstance(task, TaskSpec) else None
     return assemble_program(
         prompt_text(sample), sample.response, which=which, entry_point=entry_point
     )

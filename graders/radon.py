@@ -46,7 +46,7 @@ from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.program import prompt_text
 from arbiter.graders.sandbox.syntax import parse_module
 from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
-from arbiter.graders.types import GradeResult, Sample
+from arbiter.graders.types import GradeResult, Sample, program_language
 
 __all__ = [
     "Block",
@@ -480,7 +480,7 @@ class RadonGrader(Grader[RadonConfig]):
             config.code_block,
             config.options(),
             prompt=prompt_text(sample),
-            language=sample.task.language if sample.task is not None else "python",
+            language=program_language(sample.task),
             fail_as_zero=config.fail_as_zero,
         )
         if isinstance(outcome, GradeResult):

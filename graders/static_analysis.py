@@ -292,7 +292,7 @@ async def analyse_response(
     options: OptionsT,
     *,
     prompt: str = "",
-    language: str = "python",
+    language: str | None = "python",
     fail_as_zero: bool = True,
 ) -> tuple[AnalysisT, bool, ExtractedCode] | GradeResult:
     """Extract the code and analyse it; return (analysis, cached, code) or the result to report.
@@ -304,8 +304,15 @@ async def analyse_response(
     (:func:`candidate_fault`). Ours: a dead pool worker, retried. The prompt
     counts when the completion continues it (:mod:`arbiter.graders.program`). A
     task in another language is ``not_applicable``: the analysers read Python
-    only, and a rubric leaves the component out rather than read it as 0.
+    only, and a rubric leaves the component out rather than read it as 0; so is
+    a task that grades no program (``language`` None: an answer, instructions).
     """
+    if language is None:
+        return grader.failed(
+            FailureKind.NOT_APPLICABLE,
+            f"{grader.name} analyses a program; this task grades none",
+            details={"language": None},
+        )
     if language != "python":
         return grader.failed(
             FailureKind.NOT_APPLICABLE,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import (
     BaseModel,
@@ -23,18 +23,24 @@ from pydantic import (
 __all__ = [
     "INFRASTRUCTURE_FAILURES",
     "LANGUAGES",
+    "AnswerTask",
     "Failure",
     "FailureKind",
     "GradeResult",
     "IOCase",
+    "InstructionsTask",
     "LimitOverrides",
     "Message",
     "Metrics",
+    "ReasoningGymTask",
+    "RepositoryTask",
     "Sample",
+    "Task",
     "TaskSpec",
     "ToolCall",
     "Violation",
     "ViolationType",
+    "program_language",
 ]
 
 
@@ -227,6 +233,93 @@ class TaskSpec(_Frozen):
         return self
 
 
+class RepositoryTask(_Frozen):
+    """A patch to a whole repository, graded by the repository's own hidden tests."""
+
+    kind: Literal["repository"]
+    repository: Annotated[StrictStr, Field(min_length=1, max_length=4096)] = Field(
+        description=(
+            "The snapshot: a directory or a .tar.gz on the grading host, or 'sha256:<hex>', "
+            "the id of a snapshot registered with `arbiter repos add` or POST /v1/repositories."
+        )
+    )
+    tests: dict[Annotated[StrictStr, Field(min_length=1, max_length=1024)], StrictStr] = Field(
+        default_factory=dict,
+        description=(
+            "Hidden test files (relative path to full text), written over the tree after the "
+            "patch is applied; a file the patch touched at such a path is replaced by these."
+        ),
+    )
+    fail_to_pass: list[Annotated[StrictStr, Field(min_length=1)]] = Field(
+        min_length=1, description="pytest node ids that fail before the fix and must pass after."
+    )
+    pass_to_pass: list[Annotated[StrictStr, Field(min_length=1)]] = Field(
+        default_factory=list, description="pytest node ids that pass before and must still pass."
+    )
+    requirements: list[Annotated[StrictStr, Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="What the tests need beyond the standard library and pytest (pip specifiers).",
+    )
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] | None = Field(
+        default=None, description="The test run's CPU-time limit (default: the grader's)."
+    )
+    setup: StrictStr | None = Field(
+        default=None, description="A shell command run once per snapshot, before any grading."
+    )
+
+
+class AnswerTask(_Frozen):
+    """A verifiable final answer: math, a number, a choice or a short text."""
+
+    kind: Literal["answer"]
+    answer: StrictStr = Field(description="The gold answer.")
+    format: Literal["math", "number", "choice", "text"] = "math"
+    choices: list[StrictStr] | None = Field(
+        default=None, description="format 'choice': the options' labels (A, B, ...) or texts."
+    )
+    tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = Field(
+        default=None, description="format 'number': the absolute and relative tolerance."
+    )
+    extract: Literal["boxed", "answer_tag", "last_line", "auto"] = Field(
+        default="auto", description="Where the response's final answer is."
+    )
+
+
+class InstructionsTask(_Frozen):
+    """Verifiable instructions with IFEval's own ids and keyword arguments."""
+
+    kind: Literal["instructions"]
+    instruction_id_list: list[StrictStr] = Field(min_length=1)
+    kwargs: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ReasoningGymTask(_Frozen):
+    """A reasoning-gym entry, graded with that package's own scorer for its dataset."""
+
+    kind: Literal["reasoning_gym"]
+    entry: dict[str, Any]
+
+
+#: Every task a sample can carry, told apart by its ``kind``.
+Task: TypeAlias = Annotated[
+    TaskSpec | RepositoryTask | AnswerTask | InstructionsTask | ReasoningGymTask,
+    Field(discriminator="kind"),
+]
+
+
+def program_language(task: Task | None) -> str | None:
+    """Return the language of the program ``task`` grades, or None when it grades none.
+
+    A sample without a task is Python code (the static graders read it as such);
+    an answer, instructions or a reasoning-gym entry is text, not a program.
+    """
+    if task is None:
+        return "python"
+    if isinstance(task, TaskSpec):
+        return task.language
+    return None
+
+
 class Metrics(_Frozen):
     """What the rollout cost. Strict types: ``false`` is not a token count."""
 
@@ -245,7 +338,7 @@ class Sample(_Frozen):
     group_id: Annotated[StrictStr, Field(max_length=512, pattern=r"^[^\x00]*$")] | None = None
     prompt: str | list[Message] = ""
     response: StrictStr
-    task: TaskSpec | None = None
+    task: Task | None = None
     metrics: Metrics | None = None
     trajectory: list[Message] | None = None
     labels: dict[str, Any] | None = None

@@ -579,7 +579,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
 
     def expect(self, samples: Sequence[Sample]) -> None:
         """Start only what these samples need: their task kinds' hosts, their languages' tools."""
-        tasks = [s.task for s in samples if s.task is not None]
+        tasks = [s.task for s in samples if isinstance(s.task, TaskSpec)]
         self._expected = (
             {t.language for t in tasks if t.language != "python"},
             any(t.kind == "pytest" for t in tasks),
@@ -656,7 +656,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         key = next(self._keys)
         # Every run the grading may make (one per stdin/stdout case), each with its
         # report's grace, twice (a sandbox fault is retried once).
-        task = sample.task
+        task = sample.task if isinstance(sample.task, TaskSpec) else None
         runs = len(task.tests) if task is not None and task.kind == "stdin_stdout" else 1
         wall_s = config.timeout_s * config.wall_factor
         due = time.monotonic() + 2 * max(runs, 1) * (wall_s + REPORT_GRACE_S)
@@ -674,6 +674,14 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         task = sample.task
         if task is None:
             return self.failed(FailureKind.MISSING_INPUT, "the sample has no task to test against")
+        if not isinstance(task, TaskSpec):
+            # An answer, instructions or a reasoning-gym entry has no tests to run: the
+            # rubric leaves the component out, never reads it as 0.
+            return self.failed(
+                FailureKind.NOT_APPLICABLE,
+                f"unit_tests runs tests; a {task.kind} task has none",
+                details={"task_kind": task.kind},
+            )
         config = config.for_task(task)
         if task.language != "python":
             return self._grade_language(sample, task, config)

@@ -39,6 +39,7 @@ from arbiter.graders.types import (
     TaskSpec,
     Violation,
     ViolationType,
+    program_language,
 )
 
 __all__ = [
@@ -186,16 +187,21 @@ class ViolationsGrader(Grader[ViolationsConfig]):
 
     async def grade(self, sample: Sample, config: ViolationsConfig) -> GradeResult:
         """Detect violations in the sample's response and score them."""
-        if sample.task is not None and sample.task.language != "python":
+        task = sample.task
+        language = program_language(task)
+        if language != "python":
             # The detectors read Python's syntax tree; what the sandbox observes of a
             # program in any language still reaches the rubric through unit_tests.
             return self.failed(
                 FailureKind.NOT_APPLICABLE,
-                f"the detectors read Python; this task's language is {sample.task.language}",
-                details={"language": sample.task.language},
+                f"the detectors read Python; this task's language is {language}"
+                if language is not None
+                else "the detectors read a program; this task grades none",
+                details={"language": language},
             )
+        assert task is None or isinstance(task, TaskSpec)
         static, details, failure = find_violations(
-            sample.response, sample.task, config, prompt=prompt_text(sample)
+            sample.response, task, config, prompt=prompt_text(sample)
         )
         merged = tuple(static)
         if failure is not None:

@@ -7,7 +7,18 @@ import math
 import pytest
 from pydantic import ValidationError
 
-from arbiter.graders.types import FailureKind, GradeResult, Metrics, Sample
+from arbiter.graders.types import (
+    AnswerTask,
+    FailureKind,
+    GradeResult,
+    InstructionsTask,
+    Metrics,
+    ReasoningGymTask,
+    RepositoryTask,
+    Sample,
+    TaskSpec,
+    program_language,
+)
 
 
 @pytest.mark.parametrize("score", [-0.01, 1.01, math.nan, math.inf])
@@ -80,3 +91,50 @@ def test_python_stays_the_default_language_and_limits_are_per_task():
         TaskSpec.model_validate(
             {"kind": "stdin_stdout", "tests": [], "limit_overrides": {"timeout_s": 0}}
         )
+
+
+@pytest.mark.parametrize(
+    ("task", "model", "language"),
+    [
+        ({"kind": "python_function", "tests": ["assert f() == 1"]}, TaskSpec, "python"),
+        ({"kind": "test_program", "language": "go", "tests": "x"}, TaskSpec, "go"),
+        (
+            {"kind": "repository", "repository": "sha256:ab", "fail_to_pass": ["t.py::t"]},
+            RepositoryTask,
+            None,
+        ),
+        ({"kind": "answer", "answer": "\\frac{1}{2}"}, AnswerTask, None),
+        (
+            {"kind": "instructions", "instruction_id_list": ["detectable_format:title"]},
+            InstructionsTask,
+            None,
+        ),
+        (
+            {"kind": "reasoning_gym", "entry": {"question": "q", "answer": "a"}},
+            ReasoningGymTask,
+            None,
+        ),
+    ],
+)
+def test_a_task_is_told_apart_by_its_kind(task, model, language):
+    sample = Sample.model_validate({"id": "s", "response": "r", "task": task})
+    assert type(sample.task) is model
+    assert program_language(sample.task) == language
+
+
+def test_no_task_is_python_code_to_the_static_graders():
+    assert program_language(None) == "python"
+
+
+@pytest.mark.parametrize(
+    ("task", "error"),
+    [
+        ({"kind": "essay", "tests": []}, "does not match any of the expected tags"),
+        ({"kind": "answer"}, "answer"),
+        ({"kind": "repository", "repository": "r", "fail_to_pass": []}, "fail_to_pass"),
+        ({"kind": "answer", "answer": "1", "tests": ["x"]}, "tests"),
+    ],
+)
+def test_a_task_of_an_unknown_kind_or_shape_is_refused_with_the_field_named(task, error):
+    with pytest.raises(ValidationError, match=error):
+        Sample.model_validate({"id": "s", "response": "r", "task": task})
