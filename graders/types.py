@@ -81,6 +81,10 @@ class FailureKind(StrEnum):
     #: The grader does not apply to this sample (a Python analyser on C++): never a 0,
     #: and the rubric leaves the component out.
     NOT_APPLICABLE = "not_applicable"
+    #: The candidate's patch does not apply to the repository (a repository task).
+    PATCH_DOES_NOT_APPLY = "patch_does_not_apply"
+    #: The candidate's patch breaks a rule (a path out of the tree, a size limit).
+    PATCH_REFUSED = "patch_refused"
 
 
 #: Failures that are ours, never the candidate's: retried, and a reward that meets

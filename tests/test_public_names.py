@@ -95,6 +95,18 @@ PINNED: dict[str, list[str]] = {
         "detect_static",
     ],
     "arbiter.graders.languages": ["LANGUAGES", "language"],
+    "arbiter.graders.repository": [
+        "Outcome",
+        "PatchError",
+        "RepositoryGrading",
+        "RepositorySettings",
+        "Snapshot",
+        "SnapshotError",
+        "SnapshotStore",
+        "WorkspaceHost",
+        "WorkspaceLimits",
+        "parse_patch",
+    ],
     "arbiter.graders.sandbox": [
         "CandidateError",
         "CandidateFunction",
