@@ -26,6 +26,13 @@ are JSON natives. Everything else is ``{tag: payload}``:
 ``dq``      collections.deque: ``[[items], maxlen]``
 ``dec``     decimal.Decimal: its text
 ``fr``      fractions.Fraction: ``[numerator, denominator]``
+``da``      datetime.date: ``[year, month, day]``
+``dtm``     datetime.datetime: ``[year, month, day, hour, minute, second,
+            microsecond, fold, offset]`` (``offset``: ``None`` when naive, else
+            the UTC offset as ``[days, seconds, microseconds]``; a zone crosses
+            as that fixed offset)
+``tm``      datetime.time: ``[hour, minute, second, microsecond, fold, offset]``
+``td``      datetime.timedelta: ``[days, seconds, microseconds]``
 ``it``      an iterator nested in a value (a generator in a list, ...): its
             items, consumed on the sending side; decoded as an iterator
 ``g``       a stream: an iterator a call returned, which stays in the sandbox
@@ -70,6 +77,7 @@ from __future__ import annotations
 import base64
 import binascii
 import collections
+import datetime
 import decimal
 import enum
 import fractions
@@ -322,6 +330,8 @@ class _Encoder:
             return {"dec": str(value)}
         if t is fractions.Fraction:
             return {"fr": [_int(value.numerator), _int(value.denominator)]}
+        if t in _DATETIMES:
+            return _datetime(value, t)
         if _is_iterator(t):
             return {"it": [self.value(v, d) for v in _consume(value)]}
         if t is type and value in _BUILTIN_TYPES.values():
@@ -381,6 +391,61 @@ _BUILTIN_TYPES: dict[str, type] = {
     t.__name__: t
     for t in (int, float, str, bool, bytes, bytearray, list, tuple, dict, set, frozenset, complex)
 }
+
+
+#: The datetime module's value types, which cross by value (exact types only).
+_DATETIMES = frozenset({datetime.date, datetime.datetime, datetime.time, datetime.timedelta})
+
+
+def _span(delta: datetime.timedelta | None) -> list[int] | None:
+    if delta is None:
+        return None
+    if type(delta) is not datetime.timedelta:
+        raise EncodeError("a UTC offset that is not a timedelta cannot cross")
+    return [delta.days, delta.seconds, delta.microseconds]
+
+
+def _datetime(value: Any, t: type) -> dict[str, Any]:
+    """Encode a date, datetime, time or timedelta (an aware one with its fixed offset)."""
+    if t is datetime.timedelta:
+        return {"td": [value.days, value.seconds, value.microseconds]}
+    if t is datetime.date:
+        return {"da": [value.year, value.month, value.day]}
+    clock = [value.hour, value.minute, value.second, value.microsecond, value.fold]
+    if t is datetime.time:
+        return {"tm": [*clock, _span(value.utcoffset())]}
+    return {"dtm": [value.year, value.month, value.day, *clock, _span(value.utcoffset())]}
+
+
+def _undatetime(tag: str, payload: Any) -> Any:
+    """Rebuild a date, datetime, time or timedelta; a malformed payload is a DecodeError."""
+    sizes = {"td": 3, "da": 3, "tm": 6, "dtm": 9}
+    if type(payload) is not list or len(payload) != sizes[tag]:
+        raise DecodeError(f"a {tag!r} payload is not a list of {sizes[tag]}")
+    *fields, offset = payload if tag in ("tm", "dtm") else (*payload, None)
+    if not all(type(f) is int for f in fields):
+        raise DecodeError(f"a {tag!r} payload holds a field that is not an int")
+    try:
+        if tag == "td":
+            return datetime.timedelta(days=fields[0], seconds=fields[1], microseconds=fields[2])
+        if tag == "da":
+            return datetime.date(*fields)
+        zone = None
+        if offset is not None:
+            if (
+                type(offset) is not list
+                or len(offset) != 3
+                or any(type(f) is not int for f in offset)
+            ):
+                raise DecodeError("a UTC offset is not [days, seconds, microseconds]")
+            zone = datetime.timezone(datetime.timedelta(*offset))
+        if tag == "tm":
+            hour, minute, second, micro, fold = fields
+            return datetime.time(hour, minute, second, micro, zone, fold=fold)
+        year, month, day, hour, minute, second, micro, fold = fields
+        return datetime.datetime(year, month, day, hour, minute, second, micro, zone, fold=fold)
+    except (ValueError, TypeError, OverflowError) as e:
+        raise DecodeError(f"a bad {tag!r}: {e}") from None
 
 
 def _b64(payload: Any) -> bytes:
@@ -702,6 +767,8 @@ class _Decoder:
                 return decimal.Decimal(payload)
             except (decimal.InvalidOperation, ValueError):
                 raise DecodeError("bad decimal") from None
+        if tag in ("da", "dtm", "tm", "td"):
+            return _undatetime(tag, payload)
         if tag == "fr":
             if type(payload) is not list or len(payload) != 2:
                 raise DecodeError("fraction payload is not [numerator, denominator]")

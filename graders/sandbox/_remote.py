@@ -86,6 +86,7 @@ _SPECIAL: dict[str, Callable[..., Any]] = {
     "delitem": operator.delitem,
     "contains": operator.contains,
     "str": str,
+    "repr": repr,
 }
 
 #: The most items one ``take`` returns, and how long it may spend producing them

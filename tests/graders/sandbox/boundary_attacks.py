@@ -3547,3 +3547,348 @@ PROBES: list[Probe] = [
         _TOTAL,
     ),
 ]
+
+
+# --- more probes, in both kinds: keyword arguments, in-place dicts and sets, dates,
+# --- exception messages, approximate floats, memoised recursion, class protocols,
+# --- odd text, large mappings ---------------------------------------------------------
+
+_KW = """
+def fmt(value, *, width=6, fill="0", **extra):
+    text = str(value).rjust(width, fill)
+    return text + "".join(f"|{k}={extra[k]}" for k in sorted(extra))
+
+
+def total(*xs, start=0):
+    return start + sum(xs)
+"""
+_BUMP = """
+def bump(counts, key):
+    counts[key] = counts.get(key, 0) + 1
+
+
+def dedupe(seen, xs):
+    fresh = [x for x in xs if x not in seen]
+    seen.update(xs)
+    return fresh
+"""
+_DATES = """
+import datetime
+
+
+def next_day(d):
+    return d + datetime.timedelta(days=1)
+
+
+def at_noon(d):
+    return datetime.datetime(d.year, d.month, d.day, 12, 0)
+"""
+_MESSAGE = """
+def parse_port(text):
+    if not text.isdigit():
+        raise ValueError(f"not a port: {text!r}")
+    port = int(text)
+    if not 0 < port < 65536:
+        raise ValueError(f"port out of range: {port}")
+    return port
+"""
+_MEAN = """
+def mean(xs):
+    return sum(xs) / len(xs)
+"""
+_FIB = """
+import functools
+
+
+@functools.lru_cache(maxsize=None)
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+"""
+_BAG = """
+class Bag:
+    def __init__(self):
+        self._items = []
+
+    def add(self, x):
+        self._items.append(x)
+        return len(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    def __contains__(self, x):
+        return x in self._items
+
+    def __iter__(self):
+        return iter(sorted(self._items))
+
+    def __repr__(self):
+        return f"Bag({sorted(self._items)!r})"
+"""
+_TEXT = """
+def shout(text):
+    return text.upper() + "\\x00!"
+
+
+def swap_case(text):
+    return text.swapcase()
+"""
+_INDEX = """
+def index(n):
+    return {f"k{i}": i for i in range(n)}
+"""
+
+_NEW_PROBES: list[Probe] = [
+    _probe(
+        "keyword_only_and_variadic_arguments",
+        _function(
+            [
+                "assert fmt(42) == '000042'",
+                "assert fmt(7, width=3, fill='*', b=2, a=1) == '**7|a=1|b=2'",
+                "assert total(1, 2, 3, start=10) == 16 and total() == 0",
+            ],
+            "fmt",
+        ),
+        _KW,
+    ),
+    _probe(
+        "dict_and_set_changed_in_place",
+        _function(
+            [
+                "c = {'a': 1}\nbump(c, 'a')\nbump(c, 'b')\nassert c == {'a': 2, 'b': 1}",
+                "seen = {1}\nassert dedupe(seen, [1, 2, 3]) == [2, 3]\nassert seen == {1, 2, 3}",
+            ],
+            "bump",
+        ),
+        _BUMP,
+    ),
+    _probe(
+        "dates_and_times",
+        _function(
+            [
+                "import datetime\n"
+                "assert next_day(datetime.date(2024, 2, 28)) == datetime.date(2024, 2, 29)",
+                "import datetime\nassert at_noon(datetime.date(2024, 1, 1)).hour == 12",
+            ],
+            "next_day",
+        ),
+        _DATES,
+    ),
+    _probe(
+        "exception_message_read_by_the_test",
+        _function(
+            [
+                "try:\n    parse_port('http')\n    msg = ''\nexcept ValueError as e:\n"
+                "    msg = str(e)\nassert msg == \"not a port: 'http'\"",
+                "assert parse_port('8080') == 8080",
+            ],
+            "parse_port",
+        ),
+        _MESSAGE,
+    ),
+    _probe(
+        "approximate_floats",
+        _function(
+            [
+                "import math\nassert math.isclose(mean([0.1, 0.2]), 0.15)",
+                "assert abs(mean([1, 2, 2]) - 5 / 3) < 1e-12",
+            ],
+            "mean",
+        ),
+        _MEAN,
+    ),
+    _probe(
+        "memoised_recursion",
+        _function(["assert fib(90) == 2880067194370816120", "assert fib(1) == 1"], "fib"),
+        _FIB,
+    ),
+    _probe(
+        "class_task_with_len_contains_and_iteration",
+        _function(
+            [
+                "b = Bag()\nb.add(3)\nb.add(1)\nassert len(b) == 2 and 3 in b and 2 not in b",
+                "b = Bag()\nfor x in (2, 1):\n    b.add(x)\nassert list(b) == [1, 2]",
+                "b = Bag()\nassert b.add('x') == 1 and repr(b) == \"Bag(['x'])\"",
+            ],
+            "Bag",
+            classes=["Bag"],
+        ),
+        _BAG,
+    ),
+    _probe(
+        "text_with_nul_astral_and_combining_characters",
+        _function(
+            [
+                "assert shout('stra\u00dfe') == 'STRASSE\\x00!'",
+                "assert swap_case('\U0001f600a\u0301B') == '\U0001f600A\u0301b'",
+            ],
+            "shout",
+        ),
+        _TEXT,
+    ),
+    _probe(
+        "a_mapping_of_100k_entries",
+        _function(
+            ["d = index(100_000)\nassert len(d) == 100_000 and d['k99999'] == 99_999"], "index"
+        ),
+        _INDEX,
+    ),
+    # pytest --------------------------------------------------------------------------
+    _probe(
+        "suite_keyword_only_and_variadic_arguments",
+        _suite(
+            """
+            from solution import fmt, total
+
+
+            def test_fmt():
+                assert fmt(42) == "000042"
+                assert fmt(7, width=3, fill="*", b=2, a=1) == "**7|a=1|b=2"
+
+
+            def test_total():
+                assert total(1, 2, 3, start=10) == 16 and total() == 0
+            """
+        ),
+        _KW,
+    ),
+    _probe(
+        "suite_dict_and_set_changed_in_place",
+        _suite(
+            """
+            from solution import bump, dedupe
+
+
+            def test_bump():
+                c = {"a": 1}
+                bump(c, "a")
+                bump(c, "b")
+                assert c == {"a": 2, "b": 1}
+
+
+            def test_dedupe():
+                seen = {1}
+                assert dedupe(seen, [1, 2, 3]) == [2, 3]
+                assert seen == {1, 2, 3}
+            """
+        ),
+        _BUMP,
+    ),
+    _probe(
+        "suite_dates_and_times",
+        _suite(
+            """
+            import datetime
+
+            from solution import at_noon, next_day
+
+
+            def test_leap_day():
+                assert next_day(datetime.date(2024, 2, 28)) == datetime.date(2024, 2, 29)
+
+
+            def test_noon():
+                assert at_noon(datetime.date(2024, 1, 1)) == datetime.datetime(2024, 1, 1, 12)
+            """
+        ),
+        _DATES,
+    ),
+    _probe(
+        "suite_pytest_raises_with_match",
+        _suite(
+            """
+            import pytest
+
+            from solution import parse_port
+
+
+            def test_not_a_port():
+                with pytest.raises(ValueError, match="not a port: 'http'"):
+                    parse_port("http")
+
+
+            @pytest.mark.parametrize("text, port", [("80", 80), ("65535", 65535)])
+            def test_ports(text, port):
+                assert parse_port(text) == port
+            """
+        ),
+        _MESSAGE,
+    ),
+    _probe(
+        "suite_pytest_approx",
+        _suite(
+            """
+            import pytest
+
+            from solution import mean
+
+
+            def test_mean():
+                assert mean([0.1, 0.2]) == pytest.approx(0.15)
+                assert mean([1, 2, 2]) == pytest.approx(5 / 3, rel=1e-12)
+            """
+        ),
+        _MEAN,
+    ),
+    _probe(
+        "suite_memoised_recursion",
+        _suite(
+            """
+            from solution import fib
+
+
+            def test_fib():
+                assert fib(90) == 2880067194370816120
+            """
+        ),
+        _FIB,
+    ),
+    _probe(
+        "suite_class_task_with_len_contains_and_iteration",
+        _suite(
+            """
+            from solution import Bag
+
+
+            def test_bag():
+                b = Bag()
+                b.add(3)
+                b.add(1)
+                assert len(b) == 2 and 3 in b and 2 not in b
+                assert list(b) == [1, 3]
+                assert repr(b) == "Bag([1, 3])"
+            """,
+            classes=["Bag"],
+        ),
+        _BAG,
+    ),
+    _probe(
+        "suite_text_with_nul_astral_and_combining_characters",
+        _suite(
+            """
+            from solution import shout, swap_case
+
+
+            def test_text():
+                assert shout("stra\u00dfe") == "STRASSE\\x00!"
+                assert swap_case("\U0001f600a\u0301B") == "\U0001f600A\u0301b"
+            """
+        ),
+        _TEXT,
+    ),
+    _probe(
+        "suite_a_mapping_of_100k_entries",
+        _suite(
+            """
+            from solution import index
+
+
+            def test_index():
+                d = index(100_000)
+                assert len(d) == 100_000 and d["k99999"] == 99_999
+            """
+        ),
+        _INDEX,
+    ),
+]
+PROBES += _NEW_PROBES

@@ -8,6 +8,7 @@ test builds the request as the channel does and decodes the reply as it does.
 from __future__ import annotations
 
 import collections
+import datetime
 import decimal
 import fractions
 from typing import Any
@@ -98,12 +99,43 @@ def test_exceptions_are_named_by_identity_not_by_their_class_name() -> None:
         collections.deque([1, 2], maxlen=5),
         decimal.Decimal("1.10"),
         fractions.Fraction(3, 7),
+        datetime.date(2024, 2, 29),
+        datetime.datetime(2024, 3, 31, 2, 30, 5, 17, fold=1),
+        datetime.datetime(1, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=-23))),
+        datetime.time(23, 59, 59, 999_999, tzinfo=datetime.UTC),
+        datetime.timedelta(days=-3, seconds=5, microseconds=7),
     ],
-    ids=["int-5000-digits", "negative-int", "range", "deque", "decimal", "fraction"],
+    ids=[
+        "int-5000-digits",
+        "negative-int",
+        "range",
+        "deque",
+        "decimal",
+        "fraction",
+        "date",
+        "naive-datetime-fold",
+        "aware-datetime",
+        "aware-time",
+        "timedelta",
+    ],
 )
 def test_standard_values_cross_as_exact_data(value: Any) -> None:
     decoded = codec.decode(codec.loads(codec.dumps(codec.encode(value))))
     assert type(decoded) is type(value) and decoded == value
+    if isinstance(value, datetime.datetime | datetime.time):
+        # An honest date function's result reads the same here: offset and fold too.
+        assert decoded.utcoffset() == value.utcoffset() and decoded.fold == value.fold
+
+
+def test_a_date_subclass_of_the_candidates_does_not_cross_as_a_date() -> None:
+    # Its methods (an __eq__ that always answers True) would come along as data.
+    s = session(
+        "import datetime\nclass D(datetime.date):\n    def __eq__(self, o):\n"
+        "        return True\ndef f():\n    return D(2000, 1, 1)\n",
+        ["f"],
+    )
+    reply, _ = call(s, "f")
+    assert reply["ok"] == {"r": 0}  # a handle: the trusted side decides what it may answer
 
 
 def test_a_generator_nested_in_a_result_is_consumed_in_the_sandbox() -> None:
@@ -129,6 +161,11 @@ def test_a_returned_generator_stays_in_the_sandbox_as_a_stream() -> None:
         b'{"rg": [0, 5, 0]}',  # a zero step
         b'{"fr": [1, 0]}',
         b'{"dq": [[1], -1]}',
+        b'{"da": [2023, 2, 29]}',  # no such day
+        b'{"da": [true, 1, 1]}',  # a bool is not a field
+        b'{"dtm": [2000, 1, 1, 0, 0, 0, 0, 0, [1, 0, 0]]}',  # an offset of a whole day
+        b'{"tm": [24, 0, 0, 0, 0, null]}',
+        b'{"td": [1000000000000, 0, 0]}',
     ],
 )
 def test_malformed_values_are_refused(raw: bytes) -> None:
