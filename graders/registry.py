@@ -130,6 +130,7 @@ BUILT_IN: dict[str, str] = {
     "bandit": "arbiter.graders.bandit:BanditGrader",
     "unit_tests": "arbiter.graders.unit_tests:UnitTestsGrader",
     "violations": "arbiter.graders.violations:ViolationsGrader",
+    "answer": "arbiter.graders.answers.grader:AnswerGrader",
 }
 
 

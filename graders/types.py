@@ -23,6 +23,7 @@ from pydantic import (
 __all__ = [
     "INFRASTRUCTURE_FAILURES",
     "LANGUAGES",
+    "TASK_FAILURES",
     "AnswerTask",
     "Failure",
     "FailureKind",
@@ -85,6 +86,9 @@ class FailureKind(StrEnum):
     PATCH_DOES_NOT_APPLY = "patch_does_not_apply"
     #: The candidate's patch breaks a rule (a path out of the tree, a size limit).
     PATCH_REFUSED = "patch_refused"
+    #: The task itself cannot be graded (a gold answer that does not parse): the task's
+    #: fault, neither the candidate's nor ours; the reward abstains, never 1.0 nor 0.
+    INVALID_TASK = "invalid_task"
 
 
 #: Failures that are ours, never the candidate's: retried, and a reward that meets
@@ -105,6 +109,11 @@ INFRASTRUCTURE_FAILURES = frozenset(
 )
 
 
+#: Failures that are the task's: the reward abstains whatever ``on_missing`` says
+#: (a bad gold must neither pay nor cost the candidate), and no retry can help.
+TASK_FAILURES = frozenset({FailureKind.INVALID_TASK})
+
+
 class ViolationType(StrEnum):
     """The taxonomy of reward hacks and forbidden behaviour a rubric can penalise."""
 
@@ -121,6 +130,15 @@ class ViolationType(StrEnum):
     SUPPRESSION_COMMENT = "suppression_comment"
     VERDICT_FORGERY = "verdict_forgery"
     RESOURCE_ABUSE = "resource_abuse"
+    #: Several disconnected final answers, "A or B", a list of candidates where one
+    #: is asked for, or the same answer spammed: a bet on more than one verdict.
+    ANSWER_HEDGING = "answer_hedging"
+    #: No final answer at all (an empty box, an empty tag, nothing after the reasoning).
+    EMPTY_ANSWER = "empty_answer"
+    #: The final answer is the problem's own expression echoed back.
+    ECHOED_PROBLEM = "echoed_problem"
+    #: A ``<think>`` block that never closes: there is no final answer outside it.
+    UNCLOSED_THINKING = "unclosed_thinking"
 
 
 class Failure(_Frozen):
@@ -321,6 +339,8 @@ def program_language(task: Task | None) -> str | None:
         return "python"
     if isinstance(task, TaskSpec):
         return task.language
+    if isinstance(task, RepositoryTask):
+        return "python"  # the static graders read the Python the patch adds or changes
     return None
 
 

@@ -31,6 +31,7 @@ from collections.abc import Hashable, Mapping, Sequence
 
 from arbiter.graders.types import (
     INFRASTRUCTURE_FAILURES,
+    TASK_FAILURES,
     FailureKind,
     GradeResult,
     ViolationType,
@@ -132,6 +133,14 @@ def _value(
         if ours:
             # Not the candidate's doing: neither renormalized away nor read as zero.
             return None, f"infrastructure failure: {why(ours)}", [], flags
+        tasks = [
+            n
+            for n in missing
+            if (failure := results[n].failure) is not None and failure.kind in TASK_FAILURES
+        ]
+        if tasks:
+            # The task's fault (a gold that does not parse): no verdict on the candidate.
+            return None, f"invalid task: {why(tasks)}", [], flags
         required_missing = [n for n in missing if rubric.components[n].required]
         if required_missing:
             return None, f"required component without a score: {why(required_missing)}", [], flags

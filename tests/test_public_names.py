@@ -85,6 +85,7 @@ PINNED: dict[str, list[str]] = {
         "run_job",
         "run_jobs",
     ],
+    "arbiter.graders.answers": ["check", "equivalence", "extraction", "grader", "pool"],
     "arbiter.graders.detectors": [
         "Case",
         "NameRule",

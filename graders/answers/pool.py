@@ -1,0 +1,286 @@
+"""Killable worker processes for checks whose time the candidate's text decides.
+
+A power tower (``2^{2^{2^{2^{2^2}}}}``) or a 10^6-character answer can keep a
+symbolic check busy for ever, inside C code that no ``signal.alarm`` reaches
+from a thread (math-verify#11, #42, #65; verl PR #5635 turned the timeouts off
+and training hung). So each check runs in a worker process of its own, and a
+check past its limit ends with the worker: ``SIGKILL``, and a fresh worker takes
+its place in the background.
+
+The clock of a check starts when a worker takes it, never while it waits for
+one (verifiers#831: a timeout that counted the queue gave false zeros at 960
+parallel rollouts): a check is sent only to an idle worker, and its limit is
+counted from that send. A worker reports each phase of a check as it enters
+it, so a timeout names the phase it cut (reading the gold is the task's,
+reading the prediction the candidate's). Each worker's address space is
+bounded, so a check that would allocate without end fails with MemoryError in
+its worker, never in the service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import multiprocessing
+import os
+import resource
+import signal
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+__all__ = [
+    "CheckCrashed",
+    "CheckFailed",
+    "CheckOutcome",
+    "CheckPool",
+    "CheckTimeout",
+    "report_phase",
+]
+
+logger = logging.getLogger("arbiter.graders.answers.pool")
+
+#: The connection a worker reports phases on (set in the worker only).
+_PHASES: Connection | None = None
+
+
+def report_phase(phase: str) -> None:
+    """Tell the pool which phase the running check has entered (a no-op outside a worker)."""
+    if _PHASES is not None:
+        _PHASES.send(("phase", phase))
+
+
+class CheckFailed(Exception):
+    """A check ended without a value."""
+
+    def __init__(self, message: str, phase: str) -> None:
+        super().__init__(message)
+        self.phase = phase
+
+
+class CheckTimeout(CheckFailed):
+    """A check ran past its limit and its worker was killed."""
+
+
+class CheckCrashed(CheckFailed):
+    """A check raised, or its worker died under it."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """A check's value and how long it ran in its worker (the queue not counted)."""
+
+    value: Any
+    run_s: float
+
+
+def _serve(conn: Connection, warm_up: Callable[[], None] | None, memory_mb: int) -> None:
+    """A worker's loop: run each check sent, answer its value or its error."""
+    global _PHASES
+    _PHASES = conn
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if memory_mb > 0:
+        limit = memory_mb * 1024 * 1024
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if warm_up is not None:
+        warm_up()
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            fn, kwargs = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            value = fn(**kwargs)
+        except MemoryError:
+            conn.send(("error", "MemoryError", "the check ran out of memory"))
+        except RecursionError:
+            conn.send(("error", "RecursionError", "the check nested too deep"))
+        except Exception as e:
+            conn.send(("error", type(e).__name__, str(e)[:500]))
+        else:
+            conn.send(("ok", value))
+
+
+class _Worker:
+    def __init__(self, process: BaseProcess, conn: Connection) -> None:
+        self.process = process
+        self.conn = conn
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, AttributeError, TypeError):
+            if self.process.pid is not None:
+                os.kill(self.process.pid, signal.SIGKILL)
+        self.process.join(timeout=5)
+        self.conn.close()
+
+
+class CheckPool:
+    """A fixed number of worker processes, each running one check at a time.
+
+    Args:
+        workers: how many checks run at once.
+        warm_up: a module-level function each fresh worker runs before its first
+            check (imports, a first parse), so no check pays for a start.
+        memory_mb: each worker's address-space bound (0: none).
+    """
+
+    def __init__(
+        self, workers: int, *, warm_up: Callable[[], None] | None = None, memory_mb: int = 2048
+    ) -> None:
+        if workers < 1:
+            raise ValueError("a check pool needs at least one worker")
+        self.workers = workers
+        self._warm_up = warm_up
+        self._memory_mb = memory_mb
+        self._context = multiprocessing.get_context("forkserver")
+        self._idle: asyncio.Queue[_Worker] | None = None
+        self._all: set[_Worker] = set()
+        self._starting: set[asyncio.Task[None]] = set()
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Counters for the grader's details and the benches.
+        self.killed = 0
+        self.started = 0
+
+    def _spawn(self) -> _Worker:
+        parent, child = self._context.Pipe()
+        process = self._context.Process(
+            target=_serve,
+            args=(child, self._warm_up, self._memory_mb),
+            name="arbiter-answer-check",
+            daemon=True,
+        )
+        process.start()
+        child.close()
+        self.started += 1
+        return _Worker(process, parent)
+
+    async def _start_one(self) -> None:
+        loop = asyncio.get_running_loop()
+        worker = await loop.run_in_executor(None, self._spawn)
+        try:
+            message = await self._receive(worker, None)
+        except CheckFailed:
+            worker.kill()
+            raise
+        if message[0] != "ready" or self._closed:
+            worker.kill()
+            return
+        self._all.add(worker)
+        assert self._idle is not None
+        self._idle.put_nowait(worker)
+
+    async def start(self) -> None:
+        """Start every worker and wait until each has warmed up."""
+        if self._idle is None:
+            self._loop = asyncio.get_running_loop()
+            self._idle = asyncio.Queue()
+            await asyncio.gather(*(self._start_one() for _ in range(self.workers)))
+
+    def _replace(self) -> None:
+        if self._closed:
+            return
+        task = asyncio.get_running_loop().create_task(self._start_one())
+        self._starting.add(task)
+        task.add_done_callback(self._started)
+
+    def _started(self, task: asyncio.Task[None]) -> None:
+        self._starting.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.warning("an answer worker failed to start: %s", task.exception())
+            # Try again, or the pool shrinks for good.
+            with contextlib.suppress(RuntimeError):
+                self._replace()
+
+    async def _receive(self, worker: _Worker, on_phase: Callable[[str], None] | None) -> Any:
+        """Wait for the worker's next message that is not a phase report."""
+        loop = asyncio.get_running_loop()
+        while True:
+            ready: asyncio.Future[None] = loop.create_future()
+            fd = worker.conn.fileno()
+
+            def wake(ready: asyncio.Future[None] = ready) -> None:
+                if not ready.done():
+                    ready.set_result(None)
+
+            loop.add_reader(fd, wake)
+            try:
+                await ready
+            finally:
+                loop.remove_reader(fd)
+            try:
+                message = worker.conn.recv()
+            except (EOFError, OSError) as e:
+                raise CheckCrashed(f"the worker died ({e or 'no answer'})", "") from e
+            if message[0] == "phase":
+                if on_phase is not None:
+                    on_phase(message[1])
+                continue
+            return message
+
+    async def run(self, fn: Callable[..., Any], limit_s: float, **kwargs: Any) -> CheckOutcome:
+        """Run ``fn(**kwargs)`` in an idle worker, killing it at ``limit_s`` of run time.
+
+        ``fn`` is a module-level function (sent by reference) whose value pickles.
+
+        Raises:
+            CheckTimeout: the check ran ``limit_s`` and its worker was killed.
+            CheckCrashed: ``fn`` raised (its type and message), or the worker died.
+        """
+        if self._loop is not asyncio.get_running_loop():
+            # Workers wait on one loop's readers: a new loop (a new command, a test) starts anew.
+            self.close()
+            self._closed = False
+            self._loop = asyncio.get_running_loop()
+        if self._idle is None:
+            await self.start()
+        assert self._idle is not None
+        worker = await self._idle.get()
+        phase = ""
+
+        def entered(name: str) -> None:
+            nonlocal phase
+            phase = name
+
+        healthy = False
+        started = time.perf_counter()
+        try:
+            worker.conn.send((fn, kwargs))
+            started = time.perf_counter()  # the clock starts with the check, not the queue
+            try:
+                async with asyncio.timeout(limit_s):
+                    message = await self._receive(worker, entered)
+            except TimeoutError:
+                self.killed += 1
+                raise CheckTimeout(
+                    f"the check ran past its {limit_s:g} s limit (phase: {phase or 'start'})",
+                    phase,
+                ) from None
+            run_s = time.perf_counter() - started
+            healthy = True
+            if message[0] == "ok":
+                return CheckOutcome(message[1], run_s)
+            raise CheckCrashed(f"{message[1]}: {message[2]}", phase)
+        finally:
+            if healthy and not self._closed:
+                self._idle.put_nowait(worker)
+            else:
+                self._all.discard(worker)
+                worker.kill()
+                self._replace()
+
+    def close(self) -> None:
+        """Stop every worker now."""
+        self._closed = True
+        for task in list(self._starting):
+            task.cancel()
+        for worker in list(self._all):
+            worker.kill()
+        self._all.clear()
+        self._idle = None

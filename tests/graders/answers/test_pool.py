@@ -1,0 +1,119 @@
+"""The killable workers: the clock starts at the take, a stuck check dies alone."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+
+import pytest
+
+from arbiter.graders.answers.pool import CheckCrashed, CheckPool, CheckTimeout, report_phase
+
+
+def nap(*, seconds: float) -> int:
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def spin(*, phase: str) -> None:
+    report_phase(phase)
+    while True:
+        pass
+
+
+def explode(*, message: str) -> None:
+    raise ValueError(message)
+
+
+def hoard() -> int:
+    block = [bytearray(1 << 20) for _ in range(1 << 14)]  # 16 GiB: past the worker's bound
+    return len(block)
+
+
+def die() -> None:
+    os._exit(3)
+
+
+def test_a_queued_check_is_not_timed_while_it_waits():
+    # One worker, six checks of 0.3 s each with a 1 s limit: the last waits 1.5 s in the
+    # queue. A clock that started at submission would fail it (verifiers#831).
+    async def go():
+        pool = CheckPool(1)
+        try:
+            outcomes = await asyncio.gather(*(pool.run(nap, 1.0, seconds=0.3) for _ in range(6)))
+        finally:
+            pool.close()
+        return outcomes
+
+    outcomes = asyncio.run(go())
+    assert len(outcomes) == 6
+    assert all(o.run_s < 1.0 for o in outcomes)
+
+
+def test_a_stuck_check_is_killed_and_the_others_are_graded():
+    async def go():
+        pool = CheckPool(2)
+        try:
+            stuck = asyncio.ensure_future(pool.run(spin, 0.5, phase="prediction"))
+            others = await asyncio.gather(*(pool.run(nap, 5.0, seconds=0.01) for _ in range(20)))
+            with pytest.raises(CheckTimeout) as caught:
+                await stuck
+            # The pool replaced the killed worker and goes on.
+            after = await pool.run(nap, 5.0, seconds=0.0)
+        finally:
+            pool.close()
+        return others, caught.value, after, pool.killed
+
+    others, timeout, after, killed = asyncio.run(go())
+    assert len(others) == 20
+    assert timeout.phase == "prediction"
+    assert "0.5 s limit" in str(timeout)
+    assert after.value > 0
+    assert killed == 1
+
+
+def test_an_error_is_typed_with_its_phase_and_the_worker_survives():
+    async def go():
+        pool = CheckPool(1)
+        try:
+            with pytest.raises(CheckCrashed) as caught:
+                await pool.run(explode, 5.0, message="bad input")
+            pid = (await pool.run(nap, 5.0, seconds=0.0)).value
+            again = (await pool.run(nap, 5.0, seconds=0.0)).value
+        finally:
+            pool.close()
+        return caught.value, pid, again
+
+    error, pid, again = asyncio.run(go())
+    assert "ValueError: bad input" in str(error)
+    assert pid == again  # an error in the check is not a death of the worker
+
+
+def test_memory_is_bounded_in_the_worker_not_the_service():
+    async def go():
+        pool = CheckPool(1, memory_mb=512)
+        try:
+            with pytest.raises(CheckCrashed) as caught:
+                await pool.run(hoard, 30.0)
+        finally:
+            pool.close()
+        return caught.value
+
+    assert "MemoryError" in str(asyncio.run(go()))
+
+
+def test_a_worker_that_dies_is_replaced():
+    async def go():
+        pool = CheckPool(1)
+        try:
+            with pytest.raises(CheckCrashed) as caught:
+                await pool.run(die, 5.0)
+            after = await pool.run(nap, 5.0, seconds=0.0)
+        finally:
+            pool.close()
+        return caught.value, after
+
+    error, after = asyncio.run(go())
+    assert "died" in str(error)
+    assert after.value > 0
