@@ -131,6 +131,7 @@ BUILT_IN: dict[str, str] = {
     "unit_tests": "arbiter.graders.unit_tests:UnitTestsGrader",
     "violations": "arbiter.graders.violations:ViolationsGrader",
     "answer": "arbiter.graders.answers.grader:AnswerGrader",
+    "instructions": "arbiter.graders.instructions:InstructionsGrader",
 }
 
 

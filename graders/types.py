@@ -308,11 +308,41 @@ class AnswerTask(_Frozen):
 
 
 class InstructionsTask(_Frozen):
-    """Verifiable instructions with IFEval's own ids and keyword arguments."""
+    """Verifiable instructions with IFEval's own ids and keyword arguments.
+
+    Validated here, at the sample's validation: an unknown id, a missing or
+    malformed argument is refused with the field named (``kwargs[1].num_words``),
+    never skipped or filled in when graded.
+    """
 
     kind: Literal["instructions"]
-    instruction_id_list: list[StrictStr] = Field(min_length=1)
-    kwargs: list[dict[str, Any]] = Field(default_factory=list)
+    instruction_id_list: list[StrictStr] = Field(min_length=1, max_length=64)
+    kwargs: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description=(
+            "One dictionary per instruction, in order (IFEval's own argument names); "
+            "may be left out only when no instruction takes an argument."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _instructions_are_known(self) -> InstructionsTask:
+        from arbiter.graders.instruction_specs import instruction_errors
+
+        if self.kwargs and len(self.kwargs) != len(self.instruction_id_list):
+            raise ValueError(
+                f"kwargs has {len(self.kwargs)} entries for "
+                f"{len(self.instruction_id_list)} instructions (one per instruction)"
+            )
+        problems: list[str] = []
+        for index, instruction_id in enumerate(self.instruction_id_list):
+            args = self.kwargs[index] if self.kwargs else {}
+            for name, problem in instruction_errors(instruction_id, args):
+                field = f"kwargs[{index}].{name}" if name else f"instruction_id_list[{index}]"
+                problems.append(f"{field}: {problem}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
 
 class ReasoningGymTask(_Frozen):
