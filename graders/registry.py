@@ -132,6 +132,7 @@ BUILT_IN: dict[str, str] = {
     "violations": "arbiter.graders.violations:ViolationsGrader",
     "answer": "arbiter.graders.answers.grader:AnswerGrader",
     "instructions": "arbiter.graders.instructions:InstructionsGrader",
+    "reasoning_gym": "arbiter.graders.reasoning_gym:ReasoningGymGrader",
 }
 
 

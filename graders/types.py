@@ -346,10 +346,35 @@ class InstructionsTask(_Frozen):
 
 
 class ReasoningGymTask(_Frozen):
-    """A reasoning-gym entry, graded with that package's own scorer for its dataset."""
+    """A reasoning-gym entry, graded with that package's own scorer for its dataset.
+
+    The entry is validated here: a ``question`` (text), an ``answer`` (the oracle's,
+    ``null`` for datasets whose scorer checks the answer itself), and ``metadata``
+    whose ``source_dataset`` names a dataset of the pinned release.
+    """
 
     kind: Literal["reasoning_gym"]
     entry: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _entry_is_an_entry(self) -> ReasoningGymTask:
+        from arbiter.graders.gym_datasets import DATASETS
+
+        entry = self.entry
+        if not isinstance(entry.get("question"), str):
+            raise ValueError("entry.question must be the question's text")
+        if "answer" not in entry:
+            raise ValueError("entry.answer is required (null where the scorer needs none)")
+        metadata = entry.get("metadata")
+        if not isinstance(metadata, dict):
+            raise ValueError("entry.metadata must be an object with source_dataset")
+        name = metadata.get("source_dataset")
+        if not isinstance(name, str) or name not in DATASETS:
+            raise ValueError(
+                f"entry.metadata.source_dataset: {name!r} is no dataset of reasoning-gym "
+                "(see arbiter.graders.gym_datasets.DATASETS)"
+            )
+        return self
 
 
 #: Every task a sample can carry, told apart by its ``kind``.

@@ -23,6 +23,7 @@ from arbiter.graders.types import Violation, ViolationType
 __all__ = [
     "MAX_REPEATS",
     "Extraction",
+    "after_thinking",
     "boxed_contents",
     "boxed_spans",
     "choice_labels",
@@ -125,6 +126,11 @@ def boxed_spans(text: str) -> list[tuple[int, int, str]]:
         out.append((start, stop, content))
         end = stop
     return out
+
+
+def after_thinking(response: str) -> tuple[str | None, str]:
+    """Return the text after the last closed think block, or None (and why) if one never closes."""
+    return _after_thinking(response)
 
 
 def _after_thinking(response: str) -> tuple[str | None, str]:
