@@ -31,12 +31,12 @@ from ruamel.yaml import YAML
 from arbiter.graders.registry import GraderRegistry, default_registry
 from arbiter.graders.types import Sample
 from arbiter.inputs import parse_samples
-from arbiter.rubrics.compose import normalize_rewards
+from arbiter.repository_cli import repos_app, tasks_app
 from arbiter.rubrics.errors import RubricError
 from arbiter.rubrics.loader import load_rubric, parse_rubric
 from arbiter.rubrics.reward import Reward
 from arbiter.rubrics.rubric import Rubric, reward_range
-from arbiter.rubrics.score import prompt_key, score_samples
+from arbiter.rubrics.score import normalize_routed, score_samples
 from arbiter.summary import (
     audit_table,
     failed_everywhere,
@@ -78,6 +78,8 @@ models_app = typer.Typer(
 app.add_typer(models_app, name="models")
 rewards_app = typer.Typer(help="Read the service's reward log.", no_args_is_help=True)
 app.add_typer(rewards_app, name="rewards")
+app.add_typer(repos_app, name="repos")
+app.add_typer(tasks_app, name="tasks")
 
 # Off a terminal (a pipe, a CI log) rich would assume 80 columns and fold the tables.
 out = Console(width=None if sys.stdout.isatty() else 140)
@@ -491,7 +493,9 @@ async def _score_in_chunks(
         executor = RayExecutor(ray_address, registry_setup=setup)
         remote_registry(executor, registry=registry)
     # Warm before the first job: no sample's deadline pays for a worker's start.
-    await registry.warm((c.grader for c in rubric.components.values()), samples)
+    await registry.warm(
+        (c.grader for r in rubric.route_rubrics() for c in r.components.values()), samples
+    )
     piece = min(_PIECE, chunk)
     gate = asyncio.Semaphore(max(1, chunk // piece))
     with _progress("scoring") as progress:
@@ -511,8 +515,8 @@ async def _score_in_chunks(
             if executor is not None:
                 executor.close()
     rewards = [reward for part in scored for reward in part]
-    # Groups can straddle pieces, so normalize once over the whole set.
-    return normalize_rewards(rewards, rubric.spec.normalize, [prompt_key(s) for s in samples])
+    # Groups can straddle pieces, so normalize once over the whole set (each route apart).
+    return normalize_routed(rubric, rewards, samples)
 
 
 @sandbox_app.command("check")

@@ -45,7 +45,7 @@ from pydantic import Field, field_validator
 
 from arbiter.graders.analysis_pool import shared_pool
 from arbiter.graders.base import Grader, GraderConfig
-from arbiter.graders.program import prompt_text
+from arbiter.graders.repository.changes import code_to_read
 from arbiter.graders.sandbox.syntax import parse_module
 from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
 from arbiter.graders.types import (
@@ -530,13 +530,14 @@ class BanditGrader(Grader[BanditConfig]):
 
     async def grade(self, sample: Sample, config: BanditConfig) -> GradeResult:
         """Run bandit on the response's code and score its findings."""
+        response, prompt = code_to_read(sample)
         outcome = await analyse_response(
             self,
             self.analyzer,
-            sample.response,
+            response,
             config.code_block,
             config.selection(),
-            prompt=prompt_text(sample),
+            prompt=prompt,
             language=program_language(sample.task),
             fail_as_zero=config.fail_as_zero,
         )

@@ -43,7 +43,7 @@ from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-un
 
 from arbiter.graders.analysis_pool import shared_pool
 from arbiter.graders.base import Grader, GraderConfig
-from arbiter.graders.program import prompt_text
+from arbiter.graders.repository.changes import code_to_read
 from arbiter.graders.sandbox.syntax import parse_module
 from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
 from arbiter.graders.types import GradeResult, Sample, program_language
@@ -473,13 +473,14 @@ class RadonGrader(Grader[RadonConfig]):
 
     async def grade(self, sample: Sample, config: RadonConfig) -> GradeResult:
         """Measure the response's code with radon and score it."""
+        response, prompt = code_to_read(sample)
         outcome = await analyse_response(
             self,
             self.analyzer,
-            sample.response,
+            response,
             config.code_block,
             config.options(),
-            prompt=prompt_text(sample),
+            prompt=prompt,
             language=program_language(sample.task),
             fail_as_zero=config.fail_as_zero,
         )

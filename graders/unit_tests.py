@@ -72,6 +72,7 @@ from arbiter.graders.programs import (
     CompileFailed,
     Programs,
 )
+from arbiter.graders.repository.grading import RepositoryGrading, RepositorySettings
 from arbiter.graders.sandbox import (
     LAYERS,
     CheckPlan,
@@ -101,6 +102,7 @@ from arbiter.graders.types import (
     GradeResult,
     IOCase,
     LimitOverrides,
+    RepositoryTask,
     Sample,
     TaskSpec,
     Violation,
@@ -224,6 +226,39 @@ class UnitTestsConfig(GraderConfig):
         description=(
             "Address space the tests' own work may use on one sample (python_function and "
             "pytest); past it, a test fails with memory_limit."
+        ),
+    )
+
+    repository_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description=(
+            "Repository tasks: CPU seconds of the whole test run (a task's own timeout_s wins); "
+            "its wall clock less its wait for a CPU may be wall_factor times this."
+        ),
+    )
+    repository_memory_mb: int = Field(
+        default=4096, ge=256, le=1 << 16, description="Repository tasks: address space per process."
+    )
+    repository_isolation: Literal["test", "session"] = Field(
+        default="test",
+        description=(
+            "Repository tasks: run each test in its own child process (test), so that one "
+            "test's early exit or crash is that test's alone, or all in one (session)."
+        ),
+    )
+    max_patch_bytes: int = Field(
+        default=1 << 20,
+        ge=1024,
+        le=64 << 20,
+        description="Repository tasks: the largest patch accepted (a larger one scores 0).",
+    )
+    check_repository_tasks: bool = Field(
+        default=True,
+        description=(
+            "Repository tasks: run each task once without a patch and refuse it (invalid_task) "
+            "when a fail-to-pass test already passes or a pass-to-pass test fails."
         ),
     )
 
@@ -505,6 +540,19 @@ def _slowest_run_s(details: dict[str, Any]) -> float | None:
     return max(times) if times else None
 
 
+#: A repository run's failure of the candidate's, by its details name (verdict_forgery: none,
+#: it is always 0).
+_REPOSITORY_FAILURES = {
+    "empty_patch": FailureKind.NO_CODE,
+    "patch_refused": FailureKind.PATCH_REFUSED,
+    "patch_does_not_apply": FailureKind.PATCH_DOES_NOT_APPLY,
+    "timeout": FailureKind.TIMEOUT,
+    "output_limit": FailureKind.OUTPUT_LIMIT,
+    "collection_error": FailureKind.COLLECTION_ERROR,
+    "suite_did_not_run": FailureKind.COLLECTION_ERROR,
+}
+
+
 def _outcome_dict(o: UnitOutcome) -> dict[str, Any]:
     return {"line": o.line, "source": o.source, "outcome": o.outcome, "error": o.error}
 
@@ -544,6 +592,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         self._checks: ChecksHost | None = None
         #: What :meth:`expect` said the coming samples need (None: everything).
         self._expected: tuple[set[str], bool, bool] | None = None
+        #: Repository tasks' snapshots, environments and workspaces (on first use).
+        self._repositories: RepositoryGrading | None = None
 
     @property
     def pool(self) -> SandboxPool:
@@ -616,6 +666,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             if self._threads is not None:
                 self._threads.shutdown(wait=False)
                 self._threads = None
+            if self._repositories is not None:
+                self._repositories.close()
+                self._repositories = None
         self.programs.close()
         if self._own_suites:
             self.suites.close()
@@ -674,6 +727,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         task = sample.task
         if task is None:
             return self.failed(FailureKind.MISSING_INPUT, "the sample has no task to test against")
+        if isinstance(task, RepositoryTask):
+            return self._grade_repository(sample, task, config)
         if not isinstance(task, TaskSpec):
             # An answer, instructions or a reasoning-gym entry has no tests to run: the
             # rubric leaves the component out, never reads it as 0.
@@ -746,6 +801,57 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             return self.failed(
                 FailureKind.SANDBOX_ERROR, f"the sandbox failed twice: {e}", retryable=True
             )
+
+    @property
+    def repositories(self) -> RepositoryGrading:
+        """Return what grades repository tasks, made on first use."""
+        with self._pool_lock:
+            if self._repositories is None:
+                self._repositories = RepositoryGrading()
+            return self._repositories
+
+    def _grade_repository(
+        self, sample: Sample, task: RepositoryTask, config: UnitTestsConfig
+    ) -> GradeResult:
+        """Grade a patch to a repository by its hidden tests (see graders.repository)."""
+        settings = RepositorySettings(
+            timeout_s=config.repository_timeout_s,
+            wall_factor=max(config.wall_factor, 2.0),
+            memory_mb=config.repository_memory_mb,
+            isolation=config.repository_isolation,
+            partial_credit=config.partial_credit,
+            max_patch_bytes=config.max_patch_bytes,
+            check_task=config.check_repository_tasks,
+        )
+        outcome = None
+        for attempt in (1, 2):
+            try:
+                outcome = self.repositories.grade(sample.response, task, settings)
+                break
+            except SandboxError as e:
+                if attempt == 2:
+                    return self.failed(
+                        FailureKind.SANDBOX_ERROR,
+                        f"the workspace failed twice: {e}",
+                        retryable=True,
+                    )
+        assert outcome is not None
+        details = {**outcome.details, "message": outcome.message}
+        if outcome.task_fault:
+            return self.failed(
+                FailureKind.INVALID_TASK,
+                outcome.message,
+                details=details,
+                violations=outcome.violations,
+            )
+        if outcome.failure_kind is None:
+            return self.scored(outcome.score or 0.0, details=details, violations=outcome.violations)
+        details["failure_kind"] = outcome.failure_kind
+        kind = _REPOSITORY_FAILURES.get(outcome.failure_kind)
+        if kind is None or config.fail_as_zero:
+            # A forged verdict is 0 whatever fail_as_zero says: never an abstention.
+            return self.scored(0.0, details=details, violations=outcome.violations)
+        return self.failed(kind, outcome.message, details=details, violations=outcome.violations)
 
     def _reference_limited(self, task: TaskSpec, config: UnitTestsConfig) -> UnitTestsConfig:
         """Return ``config`` with the task's timeout derived from its reference's run time.

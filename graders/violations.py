@@ -31,7 +31,8 @@ from pydantic import Field
 
 from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.detectors import cases_from_task, detect_response, detect_static
-from arbiter.graders.program import assemble_program, prompt_text
+from arbiter.graders.program import assemble_program
+from arbiter.graders.repository.changes import code_to_read
 from arbiter.graders.types import (
     FailureKind,
     GradeResult,
@@ -199,9 +200,10 @@ class ViolationsGrader(Grader[ViolationsConfig]):
                 else "the detectors read a program; this task grades none",
                 details={"language": language},
             )
-        assert task is None or isinstance(task, TaskSpec)
+        # A repository task's code is the Python its patch adds or changes.
+        response, prompt = code_to_read(sample)
         static, details, failure = find_violations(
-            sample.response, task, config, prompt=prompt_text(sample)
+            response, task if isinstance(task, TaskSpec) else None, config, prompt=prompt
         )
         merged = tuple(static)
         if failure is not None:

@@ -169,6 +169,20 @@ class RepositoryGrading:
             return Outcome(0.0, "empty_patch", "the patch changes nothing")
         return self._run(files, snapshot, prepared.tree, prepared.env_paths, task, settings)
 
+    def run_diff(self, diff: str, task: RepositoryTask, settings: RepositorySettings) -> Outcome:
+        """Run ``task`` with ``diff`` applied (an empty one: none), without the task's check.
+
+        For ``tasks validate``: the gold patch and no patch at all go through
+        the same workspace, reporter and verdict as a candidate's.
+        """
+        snapshot = self.store.get(task.repository)
+        prepared = self.environments.prepare(snapshot, task.requirements, task.setup)
+        try:
+            files = patching.parse_patch(diff) if diff.strip() else []
+        except patching.PatchError as e:
+            return _patch_failure(e)
+        return self._run(files, snapshot, prepared.tree, prepared.env_paths, task, settings)
+
     def _run(
         self,
         files: list[patching.FilePatch],

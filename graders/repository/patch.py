@@ -269,14 +269,15 @@ def parse_patch(text: str, limits: PatchLimits | None = None) -> list[FilePatch]
     files = [f for f in files if f.hunks or f.kind != "modify" or f.old_mode != f.new_mode]
     if len(files) > limits.max_files:
         raise PatchError("refused", f"the patch changes more than {limits.max_files} files")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
     for f in files:
         for p in (f.old_path, f.new_path):
             if p is not None:
                 check_path(p)
-        if f.path in seen:
+        # A file replaced by a link (or the reverse) is a deletion, then a creation.
+        if f.path in seen and not (seen[f.path] == "delete" and f.kind == "create"):
             raise PatchError("does_not_apply", f"{f.path!r} is patched twice", f.path)
-        seen.add(f.path)
+        seen[f.path] = f.kind
         if f.is_symlink:
             target = "\n".join(f.hunks[-1].new) if f.hunks else ""
             _check_link_target(f.path, target)

@@ -284,19 +284,18 @@ def _extract(stream: IO[bytes], dest: Path) -> None:
             members = []
             total = 0
             for member in tar:
+                name = _member_name(member.name)
+                if name.startswith("/") or ".." in name.split("/"):
+                    raise SnapshotError(f"tarball member {member.name!r} points outside the tree")
+                member.name = name
                 members.append(member)
                 total += max(member.size, 0)
                 if len(members) > MAX_FILES or total > MAX_BYTES:
                     raise SnapshotError("the tarball is larger than a snapshot may be")
-            tops = {m.name.lstrip("./").split("/", 1)[0] for m in members if m.name.strip("./")}
-            strip = len(tops) == 1 and any(
-                m.isdir() and m.name.strip("./") == next(iter(tops)) for m in members
-            )
-            strip = strip or (
-                len(tops) == 1 and all("/" in m.name.strip("./") or m.isdir() for m in members)
-            )
+            tops = {m.name.split("/", 1)[0] for m in members if m.name}
+            strip = len(tops) == 1 and all("/" in m.name or m.isdir() for m in members if m.name)
             for member in members:
-                name = member.name.lstrip("./")
+                name = member.name
                 if strip:
                     name = name.split("/", 1)[1] if "/" in name else ""
                 if not name:
@@ -310,12 +309,22 @@ def _extract(stream: IO[bytes], dest: Path) -> None:
     _check_links(dest)
 
 
+def _member_name(name: str) -> str:
+    while name.startswith("./"):
+        name = name[2:]
+    return name.rstrip("/")
+
+
 def _prune(tree: Path) -> None:
     """Remove what no snapshot keeps (history, bytecode, caches) from a fresh tree."""
     for dirpath, dirnames, filenames in os.walk(tree):
         for name in list(dirnames):
             if _excluded(name, True):
-                shutil.rmtree(os.path.join(dirpath, name), ignore_errors=True)
+                path = os.path.join(dirpath, name)
+                if os.path.islink(path):
+                    os.unlink(path)
+                else:
+                    shutil.rmtree(path, ignore_errors=True)
                 dirnames.remove(name)
         for name in filenames:
             if _excluded(name, False):

@@ -9,8 +9,9 @@ ended), which the candidate's code cannot write. A run is believed only if:
   that agrees with the end line and with the tests (pytest exits 1 whenever a
   test failed; the must-fail tripwires always fail, so an honest run's status
   is 1: a 0 is a forged exit);
-- every tripwire is where it must be: a must-fail one reported failed, a
-  must-pass one passed, none missing (unless its file failed to collect);
+- every tripwire is where it must be: a must-fail one failed (never passed,
+  skipped, xfailed or missing), a must-pass one run (never skipped, xfailed or
+  missing), unless its file failed to collect;
 - no test is reported twice.
 
 Otherwise it is a forgery: score 0 and a ``verdict_forgery`` violation. A
@@ -139,11 +140,17 @@ def _forgeries(
     twice = sorted(k for k, v in reported.tests.items() if len(v) > 1)
     if twice:
         found.append(f"{len(twice)} test(s) reported more than once")
+    # A run killed or ended early (a crash, a seccomp kill) lost its tripwires with
+    # every other test: that is the candidate's failure, not a forgery. A session
+    # that says it ended, or a process that says it succeeded, must account for all.
+    completed = reported.end_exit is not None or run.get("exit_code") == 0
     for wire in tripwires:
         got = _outcome(wire.nodeid, reported)["outcome"]
-        if got == "collect_error":
+        if got == "collect_error" or (got == "missing" and not completed):
             continue
-        if wire.must_pass and got != "passed":
+        if wire.must_pass and got in ("missing", "skipped", "xfailed"):
+            # Not run: deselected, skipped or turned into an expected failure. (One
+            # that fails or errors ran beside broken code: that is no pass to forge.)
             found.append(f"a must-pass tripwire was reported {got}")
         elif not wire.must_pass and got in ("passed", "xpassed", "missing", "skipped", "xfailed"):
             found.append(f"a must-fail tripwire was reported {got}")

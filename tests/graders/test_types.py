@@ -101,7 +101,7 @@ def test_python_stays_the_default_language_and_limits_are_per_task():
         (
             {"kind": "repository", "repository": "sha256:ab", "fail_to_pass": ["t.py::t"]},
             RepositoryTask,
-            None,
+            "python",  # the static graders read the Python its patch adds or changes
         ),
         ({"kind": "answer", "answer": "\\frac{1}{2}"}, AnswerTask, None),
         (
