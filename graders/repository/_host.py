@@ -266,6 +266,11 @@ def _supervise(job: dict[str, Any], sock: socket.socket) -> None:
         report["run"] = _run(job, paths)
     with contextlib.suppress(OSError):
         os.kill(-1, signal.SIGKILL)
+    # What this workspace held: its tmpfs (the upper dir, the tests' temporary
+    # files) and the supervisor itself; the runner's peak is in report["run"].
+    fs = os.statvfs(job["mount"])
+    report["tmpfs_used_kb"] = (fs.f_blocks - fs.f_bfree) * fs.f_frsize // 1024
+    report["supervisor_rss_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     gone = time.monotonic()
     _destroy(job, paths)
     report["destroy_s"] = time.monotonic() - gone

@@ -224,6 +224,8 @@ class RepositoryGrading:
                 "create_s": report.get("create_s"),
                 "apply_s": report.get("apply_s"),
                 "destroy_s": report.get("destroy_s"),
+                "tmpfs_used_kb": report.get("tmpfs_used_kb"),
+                "supervisor_rss_kb": report.get("supervisor_rss_kb"),
             },
         }
         violations = [

@@ -143,11 +143,13 @@ def naive_run(
     pass_to_pass: list[str],
     *,
     history: dict[str, str] | None = None,
+    autoload: bool = True,
 ) -> NaiveRun:
     """Grade ``patch`` the naive way in ``work`` (``work/repo``, ``work/env``).
 
     ``history``: files whose earlier versions the repository's git history
     holds (a checkout with its history, as SWE-bench's images had).
+    ``autoload``: pytest loads the environment's plugins (its default).
     """
     repo, env = work / "repo", work / "env"
     env.mkdir(parents=True, exist_ok=True)
@@ -194,6 +196,8 @@ def naive_run(
         "HOME": str(work),
         "LANG": "C.UTF-8",
     }
+    if not autoload:
+        env_vars["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
         done = subprocess.run(
             [
