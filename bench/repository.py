@@ -10,7 +10,8 @@ Run as ``python -m bench.repository [--tasks FILE --store DIR] [--rewards N] [--
     interpreter's standard library (thousands of files);
 (b) **seconds per reward** on real tasks' gold patches: a SWE-bench-style
     baseline (a fresh copy of the tree, ``git apply``, ``python -m pytest``,
-    stdout parsed: ``tests/graders/repository/naive_harness.py``) against
+    stdout parsed: ``tests/graders/repository/naive_harness.py``, with plugin
+    autoload off, which only makes it faster here) against
     Arbiter's grading, alternating per task;
 (c) **overhead**: ours beyond the test run's own wall time (the runner
     process, pytest's start included), and with each test in one process
@@ -123,6 +124,7 @@ def bench_rewards(
                     row["gold_patch"],
                     task.fail_to_pass,
                     task.pass_to_pass,
+                    autoload=False,
                 )
                 naive_s.append(time.perf_counter() - t0)
                 resolved["naive"] += run.resolved
