@@ -226,7 +226,10 @@ class DriftWatch:
     ) -> tuple[tuple[str, ...], list[dict[str, object]], list[str]]:
         now = time.time()
         with self._lock:
-            self._configure(rubric)
+            # A mixed batch's routes are rubrics of their own (``<name>.<route>``): each
+            # reward feeds its route's streams, under the rubric's drift settings.
+            for each in rubric.route_rubrics():
+                self._configure(each)
             update = self.monitor.observe_rewards(
                 rewards, [len(s.response) for s in samples], at=now
             )

@@ -5,7 +5,9 @@ rows are read by the same documented rules:
 
 * **Labels.** A label that is a task spec — ``{"kind", "tests", ...}`` — or
   holds one under ``"task"`` (a dict, or its JSON text) becomes the sample's
-  ``task``; anything else is kept as ``labels["label"]``.
+  ``task``; a bare answer from a known math source (GSM8K, MATH) an ``answer``
+  task; a ``data_source`` in it the sample's; anything else is kept as
+  ``labels["label"]``.
 * **Truncated prompts.** OpenRLHF cuts a long prompt from the left before
   generating, so its query (prompt + response) need not start with the full
   prompt. The response is what follows the longest tail of the prompt that the
@@ -25,6 +27,7 @@ from typing import Any, Literal
 
 __all__ = [
     "ABSTAIN_POLICIES",
+    "ANSWER_SOURCES",
     "AbstainPolicy",
     "AbstainedError",
     "UnsplittableQuery",
@@ -45,18 +48,45 @@ class UnsplittableQuery(ValueError):
     """A query that does not continue any tail of its prompt: no response can be cut out."""
 
 
-def parse_label(label: Any) -> dict[str, Any]:
-    """Read a ground-truth label into sample fields: ``task`` and/or ``labels``."""
+#: verl's data sources whose ground truth is a bare final answer, and its format: such
+#: a row becomes an ``answer`` task (GSM8K's numbers, MATH's LaTeX), for a rubric's
+#: math route (``rubrics/library/mixed-rl.yaml``) to grade.
+ANSWER_SOURCES: dict[str, str] = {
+    "openai/gsm8k": "number",
+    "lighteval/MATH": "math",
+    "DigitalLearningGmbH/MATH-lighteval": "math",
+    "HuggingFaceH4/MATH-500": "math",
+}
+
+
+def parse_label(label: Any, data_source: str | None = None) -> dict[str, Any]:
+    """Read a ground-truth label into sample fields: ``task``, ``labels``, ``data_source``.
+
+    A label that carries ``data_source`` (OpenRLHF's labels, a data set's column)
+    gives the sample its data source; a bare answer from one of
+    :data:`ANSWER_SOURCES` becomes an ``answer`` task.
+    """
     parsed = label
     if isinstance(label, str) and label.lstrip().startswith("{"):
         with contextlib.suppress(json.JSONDecodeError):
             parsed = json.loads(label)
+    out: dict[str, Any] = {}
+    if isinstance(parsed, dict) and isinstance(parsed.get("data_source"), str):
+        data_source = parsed["data_source"]
+        parsed = {k: v for k, v in parsed.items() if k != "data_source"}
+        label = parsed
+    if data_source:
+        out["data_source"] = data_source
     if isinstance(parsed, dict) and isinstance(parsed.get("task"), dict):
         rest = {k: v for k, v in parsed.items() if k != "task"}
-        return {"task": parsed["task"], **({"labels": rest} if rest else {})}
+        return {**out, "task": parsed["task"], **({"labels": rest} if rest else {})}
     if isinstance(parsed, dict) and "kind" in parsed and "tests" in parsed:
-        return {"task": parsed}
-    return {"labels": {"label": label}} if label is not None else {}
+        return {**out, "task": parsed}
+    answer_format = ANSWER_SOURCES.get(data_source or "")
+    if answer_format is not None and isinstance(label, str | int | float) and str(label).strip():
+        gold = str(label)
+        return {**out, "task": {"kind": "answer", "answer": gold, "format": answer_format}}
+    return {**out, "labels": {"label": label}} if label is not None else out
 
 
 def _longest_prompt_tail(query: str, prompt: str) -> int:

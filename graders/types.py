@@ -418,6 +418,11 @@ class Sample(_Frozen):
     prompt: str | list[Message] = ""
     response: StrictStr
     task: Task | None = None
+    #: Where the row came from (verl's ``data_source``, a data set column): a rubric
+    #: with routes may pick a route by it.
+    data_source: (
+        Annotated[StrictStr, Field(min_length=1, max_length=512, pattern=r"^[^\x00]*$")] | None
+    ) = None
     metrics: Metrics | None = None
     trajectory: list[Message] | None = None
     labels: dict[str, Any] | None = None

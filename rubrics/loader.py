@@ -49,7 +49,14 @@ from arbiter.graders.registry import GraderRegistry, UnknownGraderError, default
 from arbiter.graders.types import ViolationType
 from arbiter.rubrics.errors import RubricError, RubricIssue
 from arbiter.rubrics.formula import Formula, FormulaError, compile_formula
-from arbiter.rubrics.rubric import Component, Gate, Rubric, canonical_document, canonical_sha256
+from arbiter.rubrics.rubric import (
+    Component,
+    Gate,
+    Route,
+    Rubric,
+    canonical_document,
+    canonical_sha256,
+)
 from arbiter.rubrics.schema import RESERVED_NAMES, ComponentSpec, PenaltySpec, RubricSpec
 
 __all__ = ["build_rubric", "load_rubric", "parse_rubric"]
@@ -350,15 +357,77 @@ def build_rubric(
         )
         for name, c in spec.components.items()
     }
+    routes = _build_routes(spec, data, source, registry, positions or Positions(), report)
+    if report.issues:
+        raise report.error()
+    canonical = canonical_document(spec, configs)
+    for route in routes:
+        # The hash covers each route with its grader configs filled in, as its own does.
+        body = route.rubric.canonical()
+        canonical["routes"][route.name].update(
+            {k: v for k, v in body.items() if k in canonical["routes"][route.name]}
+        )
     return Rubric(
         spec=spec,
         components=components,
         formula=formula,
         gates=gates,
         penalties=penalties,
-        sha256=canonical_sha256(canonical_document(spec, configs)),
+        sha256=canonical_sha256(canonical),
         source=source,
+        routes=tuple(routes),
     )
+
+
+#: What a route body shares with a rubric file (its ``when`` and ``description`` are its own).
+_ROUTE_BODY = ("components", "combine", "gates", "penalties", "on_missing", "clip", "normalize")
+
+
+def _build_routes(
+    spec: RubricSpec,
+    data: dict[str, Any],
+    source: str,
+    registry: GraderRegistry,
+    positions: Positions,
+    report: _Report,
+) -> list[Route]:
+    """Compile each route as a rubric of its own, ``<name>.<route>``, errors at their lines.
+
+    A route's body is checked by the very code that checks a rubric file (grader
+    configs, formulas, gates, penalties, renormalize rules); its issues come back
+    with their path under ``routes.<route>`` and their line in this file.
+    """
+    routes: list[Route] = []
+    for route_name, route in spec.routes.items():
+        raw = data["routes"][route_name]
+        body = {k: raw[k] for k in _ROUTE_BODY if k in raw}
+        sub = {"name": f"{spec.name}.{route_name}", "version": spec.version, **body}
+        # A route keeps its rubric's review and drift settings (its streams are its own).
+        sub.update({k: data[k] for k in ("review", "drift") if k in data})
+        prefix: KeyPath = ("routes", route_name)
+        inner = Positions(
+            keys={p[2:]: v for p, v in positions.keys.items() if p[:2] == prefix},
+            values={p[2:]: v for p, v in positions.values.items() if p[:2] == prefix},
+            quoted={p[2:] for p in positions.quoted if p[:2] == prefix},
+        )
+        try:
+            rubric = build_rubric(sub, source=source, registry=registry, positions=inner)
+        except RubricError as e:
+            for issue in e.issues:
+                path = f"routes.{route_name}" + (f".{issue.path}" if issue.path else "")
+                report.issues.append(
+                    RubricIssue(issue.source, issue.line, issue.column, path, issue.message)
+                )
+            continue
+        routes.append(
+            Route(
+                name=route_name,
+                kinds=frozenset(route.when.kind) if route.when.kind else None,
+                data_sources=frozenset(route.when.data_source) if route.when.data_source else None,
+                rubric=rubric,
+            )
+        )
+    return routes
 
 
 def _validate_components(

@@ -89,3 +89,6 @@ class Reward(BaseModel):
     rubric: RubricIdentity
     graders: dict[str, str]
     flags: tuple[str, ...] = ()
+    #: The route of a mixed batch that graded the sample (``rubric`` is then the
+    #: route's own, ``<name>.<route>``); ``None`` without routes or when none took it.
+    route: str | None = None

@@ -13,11 +13,19 @@ from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
 from arbiter.graders.base import GraderConfig
-from arbiter.graders.types import ViolationType
+from arbiter.graders.types import Sample, ViolationType
 from arbiter.rubrics.formula import Formula
 from arbiter.rubrics.schema import GateSpec, PenaltySpec, RubricSpec
 
-__all__ = ["Component", "Gate", "Rubric", "RubricIdentity", "canonical_sha256", "reward_range"]
+__all__ = [
+    "Component",
+    "Gate",
+    "Route",
+    "Rubric",
+    "RubricIdentity",
+    "canonical_sha256",
+    "reward_range",
+]
 
 
 class RubricIdentity(BaseModel):
@@ -56,6 +64,22 @@ def canonical_sha256(canonical: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class Route:
+    """A compiled route: which samples it takes, and the rubric that grades them."""
+
+    name: str
+    kinds: frozenset[str] | None
+    data_sources: frozenset[str] | None
+    rubric: Rubric
+
+    def takes(self, kind: str, data_source: str | None) -> bool:
+        """Whether a sample of task ``kind`` from ``data_source`` is this route's."""
+        if self.kinds is not None and kind not in self.kinds:
+            return False
+        return self.data_sources is None or data_source in self.data_sources
+
+
 @dataclass(frozen=True)
 class Rubric:
     """A rubric ready to score with. Build it with :func:`arbiter.rubrics.build_rubric`.
@@ -72,6 +96,22 @@ class Rubric:
     penalties: Mapping[ViolationType, PenaltySpec]
     sha256: str
     source: str
+    #: A mixed batch's routes, in order; a sample none takes is graded by this rubric.
+    routes: tuple[Route, ...] = ()
+
+    def route_for(self, sample: Sample) -> tuple[str | None, Rubric]:
+        """Return the route that takes ``sample`` (its name, its rubric), or (None, self)."""
+        if not self.routes:
+            return None, self
+        kind = sample.task.kind if sample.task is not None else "none"
+        for route in self.routes:
+            if route.takes(kind, sample.data_source):
+                return route.name, route.rubric
+        return None, self
+
+    def route_rubrics(self) -> list[Rubric]:
+        """Return this rubric and every route's: all that can grade a sample under it."""
+        return [self, *(route.rubric for route in self.routes)]
 
     @property
     def name(self) -> str:

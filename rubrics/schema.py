@@ -17,11 +17,15 @@ from arbiter.graders.types import ViolationType
 __all__ = [
     "COMPONENT_NAME_PATTERN",
     "RESERVED_NAMES",
+    "ROUTE_NAME_PATTERN",
+    "TASK_KINDS",
     "ComponentSpec",
     "DriftSpec",
     "GateSpec",
     "PenaltySpec",
     "ReviewSpec",
+    "RouteMatch",
+    "RouteSpec",
     "RubricSpec",
     "Stratum",
 ]
@@ -155,6 +159,56 @@ class DriftSpec(_Spec):
     length_correlation_z: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
 
 
+#: Route names, as they appear in drift streams and reward provenance (``<rubric>.<route>``).
+ROUTE_NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+RouteName = Annotated[str, Field(pattern=ROUTE_NAME_PATTERN)]
+#: The task kinds a route may match (a sample without a task is ``none``).
+TASK_KINDS = (
+    "python_function",
+    "pytest",
+    "stdin_stdout",
+    "test_program",
+    "repository",
+    "answer",
+    "instructions",
+    "reasoning_gym",
+    "none",
+)
+
+
+class RouteMatch(_Spec):
+    """Which samples a route takes: by task kind, by data source, or both (all must hold)."""
+
+    kind: list[Literal[TASK_KINDS]] | None = Field(  # type: ignore[valid-type]
+        default=None, min_length=1, description="Task kinds ('none': a sample without a task)."
+    )
+    data_source: list[Annotated[str, Field(min_length=1)]] | None = Field(
+        default=None,
+        min_length=1,
+        description="Sample data_source values (verl's, a data set's), matched exactly.",
+    )
+
+    @model_validator(mode="after")
+    def _says_something(self) -> RouteMatch:
+        if self.kind is None and self.data_source is None:
+            raise ValueError("a route matches by kind, data_source or both")
+        return self
+
+
+class RouteSpec(_Spec):
+    """One route of a mixed batch: its own components, combination, gates and penalties."""
+
+    when: RouteMatch
+    description: str = ""
+    components: Annotated[dict[ComponentName, ComponentSpec], Field(min_length=1)]
+    combine: str = "weighted_sum"
+    gates: list[GateSpec] = Field(default_factory=list)
+    penalties: list[PenaltySpec] = Field(default_factory=list)
+    on_missing: Literal["abstain", "renormalize", "zero"] = "abstain"
+    clip: tuple[Finite, Finite] | None = None
+    normalize: Literal["none", "group_z", "group_rank"] = "none"
+
+
 class RubricSpec(_Spec):
     """A rubric file: which graders run and how their scores become one reward."""
 
@@ -183,3 +237,12 @@ class RubricSpec(_Spec):
     )
     review: ReviewSpec = Field(default_factory=ReviewSpec)
     drift: DriftSpec = Field(default_factory=DriftSpec)
+    routes: dict[RouteName, RouteSpec] = Field(
+        default_factory=dict,
+        description=(
+            "A mixed batch's routes, tried in order: the first whose `when` matches a "
+            "sample grades it with its own components, gates and penalties; a sample no "
+            "route takes is graded by the top-level components. Each route is its own "
+            "rubric `<name>.<route>` in rewards, drift streams, review and audits."
+        ),
+    )

@@ -13,7 +13,7 @@ from arbiter.rubrics.compose import compose, normalize_rewards
 from arbiter.rubrics.reward import Reward
 from arbiter.rubrics.rubric import Rubric
 
-__all__ = ["prompt_key", "score_samples"]
+__all__ = ["normalize_routed", "prompt_key", "score_samples"]
 
 
 def prompt_key(sample: Sample) -> str:
@@ -71,22 +71,54 @@ async def score_samples(
     """
     owned = registry is None
     registry = registry or default_registry()
+    # Each sample is graded by its route's rubric (the rubric itself when it has no
+    # routes, or when no route takes the sample): its components, gates, penalties.
+    routed = [rubric.route_for(sample) for sample in samples]
     try:
-        jobs = build_jobs(rubric, samples, registry)
+        jobs = [
+            job
+            for sample, (_, chosen) in zip(samples, routed, strict=True)
+            for job in build_jobs(chosen, [sample], registry)
+        ]
         results = await run_jobs(jobs, deadline=deadline, max_concurrency=max_concurrency)
     finally:
         if owned:
             # A registry made for this call must not leave sandbox or process
             # pools behind; callers that score repeatedly pass their own.
             registry.close()
-    names = list(rubric.components)  # build_jobs is sample-major in this order
-    width = len(names)
     rewards = []
-    for i, sample in enumerate(samples):
-        by_component = dict(zip(names, results[i * width : (i + 1) * width], strict=True))
-        rewards.append(compose(rubric, by_component, sample_id=sample.id, group_id=sample.group_id))
-    if normalize and rubric.spec.normalize != "none":
-        rewards = normalize_rewards(
-            rewards, rubric.spec.normalize, [prompt_key(s) for s in samples]
-        )
+    at = 0
+    for sample, (route, chosen) in zip(samples, routed, strict=True):
+        names = list(chosen.components)  # build_jobs is sample-major in this order
+        by_component = dict(zip(names, results[at : at + len(names)], strict=True))
+        at += len(names)
+        reward = compose(chosen, by_component, sample_id=sample.id, group_id=sample.group_id)
+        rewards.append(reward if route is None else reward.model_copy(update={"route": route}))
+    if normalize:
+        rewards = normalize_routed(rubric, rewards, samples)
     return rewards
+
+
+def normalize_routed(
+    rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample]
+) -> list[Reward]:
+    """Normalize rewards within their groups, each route by its own method.
+
+    A route is a rubric of its own: its samples are normalized among themselves
+    (a math group's z-scores never mix with a code group's), with its ``normalize``.
+    """
+    if not rubric.routes:
+        return normalize_rewards(rewards, rubric.spec.normalize, [prompt_key(s) for s in samples])
+    out = list(rewards)
+    by_route: dict[str | None, list[int]] = {}
+    for i, reward in enumerate(rewards):
+        by_route.setdefault(reward.route, []).append(i)
+    methods = {route.name: route.rubric.spec.normalize for route in rubric.routes}
+    for route, indexes in by_route.items():
+        method = rubric.spec.normalize if route is None else methods[route]
+        done = normalize_rewards(
+            [rewards[i] for i in indexes], method, [prompt_key(samples[i]) for i in indexes]
+        )
+        for i, reward in zip(indexes, done, strict=True):
+            out[i] = reward
+    return out

@@ -17,7 +17,7 @@ renormalization or normalization.
 The batch is graded once, however many functions read it. What is sent per
 row: the prompt and completion; ``completion_ids`` as
 ``metrics.completion_tokens`` (so efficiency scores); the dataset's ``task``,
-``metrics``, ``trajectory`` and ``group_id`` columns, or a task spec in its
+``metrics``, ``trajectory``, ``group_id`` and ``data_source`` columns, or a task spec in its
 ``answer`` / ``solution`` column; and as ``group_id`` (unless given) the prompt
 itself, which TRL repeats for each of its generations. Where the rubric
 abstains every function returns ``None`` (TRL's "no reward": the row is left
@@ -37,7 +37,7 @@ from arbiter.rows import parse_label
 __all__ = ["RewardFunction", "reward_functions"]
 
 RewardFunction = Callable[..., list[float | None]]
-PASSED_COLUMNS = ("task", "metrics", "trajectory", "group_id")
+PASSED_COLUMNS = ("task", "metrics", "trajectory", "group_id", "data_source")
 LABEL_COLUMNS = ("answer", "solution")
 
 
@@ -68,7 +68,7 @@ def _rows(
             for column in LABEL_COLUMNS:
                 values = kwargs.get(column)
                 if isinstance(values, list) and i < len(values):
-                    row.update(parse_label(values[i]))
+                    row.update(parse_label(values[i], row.get("data_source")))
                     break
         if isinstance(ids, list) and i < len(ids) and ids[i] is not None:
             metrics = dict(row.get("metrics") or {})

@@ -98,7 +98,9 @@ def sample_of(
     }
     if any(v is not None for v in metrics.values()):
         row["metrics"] = {k: v for k, v in metrics.items() if v is not None}
-    row.update(parse_label(ground_truth))
+    # The data source rides along (a routed rubric picks a route by it); GSM8K's and
+    # MATH's bare answers become answer tasks (arbiter.rows.ANSWER_SOURCES).
+    row.update(parse_label(ground_truth, str(data_source) if data_source else None))
     return row
 
 

@@ -16,7 +16,7 @@ Who is to blame for what:
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
@@ -37,6 +37,14 @@ class AnswerConfig(GraderConfig):
         description=(
             "Each check's limit, counted from when a worker takes it (never the queue); "
             "a check past it is killed with its worker."
+        ),
+    )
+    measure: Literal["correct", "format"] = Field(
+        default="correct",
+        description=(
+            "correct: 1.0 when the final answer equals the gold; format: 1.0 when one final "
+            "answer stands where the task's extract looks, unhedged, right or wrong (its "
+            "hedges are reported by the 'correct' component, not twice)."
         ),
     )
     fail_as_zero: bool = Field(
@@ -111,6 +119,10 @@ class AnswerGrader(Grader[AnswerConfig]):
             "where": result["where"],
             "check_s": round(outcome.run_s, 6),
         }
+        if config.measure == "format":
+            found = result["answer"] is not None and not violations
+            details["reason"] = result["reason"]
+            return self.scored(1.0 if found else 0.0, details=details)
         if result["equal"] is None:
             details["reason"] = result["reason"]
             return self.scored(0.0, details=details, violations=violations)

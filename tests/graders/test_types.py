@@ -110,7 +110,10 @@ def test_python_stays_the_default_language_and_limits_are_per_task():
             None,
         ),
         (
-            {"kind": "reasoning_gym", "entry": {"question": "q", "answer": "a"}},
+            {
+                "kind": "reasoning_gym",
+                "entry": {"question": "q", "answer": "a", "metadata": {"source_dataset": "gcd"}},
+            },
             ReasoningGymTask,
             None,
         ),
