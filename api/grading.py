@@ -389,7 +389,8 @@ class GradingPipeline:
         (``cluster_busy``), not after a long wait. Then the admission's bounds:
         the key's quota (``key_quota``) and the service's in-flight bound.
         """
-        needed = len(batch.samples) * len(batch.rubric.components)
+        # One job per (sample x component of the rubric, or of the sample's route).
+        needed = sum(len(batch.rubric.route_for(s)[1].components) for s in batch.samples)
         room = self.executor.room() if self.executor is not None else None
         if room is not None and room < needed:
             self.metrics.rejections.labels(reason="cluster_busy").inc()

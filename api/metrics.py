@@ -345,16 +345,19 @@ class Metrics:
             self.abstentions.labels(rubric=rubric.name).inc(len(rewards) - len(values))
         latencies: dict[str, list[float]] = {}
         failures: collections.Counter[tuple[str, str]] = collections.Counter()
-        for name in rubric.components:
-            scores = []
-            for reward in rewards:
-                outcome = reward.components[name]
+        # Each reward's own components, under its own rubric's name: a rubric with
+        # routes grades each sample by its route's rubric (``<name>.<route>``).
+        scores: dict[tuple[str, str], list[float]] = {}
+        for reward in rewards:
+            for name, outcome in reward.components.items():
                 latencies.setdefault(outcome.grader, []).append(outcome.latency_s)
+                observed = scores.setdefault((reward.rubric.name, name), [])
                 if outcome.score is not None:
-                    scores.append(outcome.score)
+                    observed.append(outcome.score)
                 elif outcome.failure is not None:
                     failures[outcome.grader, outcome.failure.kind.value] += 1
-            self.components.observe((rubric.name, name), scores)
+        for key, values_of in scores.items():
+            self.components.observe(key, values_of)
         for grader, seconds in latencies.items():
             self.grader_latency.observe((grader,), seconds)
         for (grader, kind), count in failures.items():

@@ -76,8 +76,9 @@ class RubricSync:
         if "all" in wanted:
             wanted = (wanted - {"all"}) | set(LAYERS)
         for entry in self.catalog.entries():
-            for component in entry.rubric.components.values():
-                wanted.update(getattr(component.config, "require_layers", ()))
+            for rubric in entry.rubric.route_rubrics():
+                for component in rubric.components.values():
+                    wanted.update(getattr(component.config, "require_layers", ()))
         return wanted
 
     def check_sandbox_layers(self) -> None:

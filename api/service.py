@@ -131,7 +131,10 @@ class Service:
         # load beside them, while the warm-up mostly waits for its workers.
         await asyncio.gather(
             self.registry.warm(
-                c.grader for e in self.catalog.entries() for c in e.rubric.components.values()
+                c.grader
+                for e in self.catalog.entries()
+                for r in e.rubric.route_rubrics()
+                for c in r.components.values()
             ),
             asyncio.to_thread(load_scipy),
         )

@@ -75,8 +75,12 @@ class RewardBatch:
         return [r["reward"] for r in self.rewards]
 
     def component(self, name: str) -> list[float | None]:
-        """Return one component's scores (``None`` where it could not score)."""
-        return [r["components"][name]["score"] for r in self.rewards]
+        """Return one component's scores (``None`` where it could not score, or is absent).
+
+        Under a rubric with routes a sample has its route's components only: the
+        others are ``None`` for it.
+        """
+        return [(r["components"].get(name) or {}).get("score") for r in self.rewards]
 
 
 def _payload(

@@ -29,7 +29,8 @@ def fmt(value: float | None, missing: str = "—") -> str:
 
 def rewards_table(rewards: Sequence[Reward], title: str) -> Table:
     """One row per reward: id, group, reward and each component's score or failure."""
-    names = list(rewards[0].components) if rewards else []
+    # Every component any reward has (a rubric's routes have their own), in first-seen order.
+    names = list(dict.fromkeys(name for r in rewards for name in r.components))
     table = Table(title=title, title_justify="left")
     table.add_column("id", overflow="fold")
     table.add_column("group")
@@ -40,7 +41,10 @@ def rewards_table(rewards: Sequence[Reward], title: str) -> Table:
     for r in rewards:
         cells = []
         for name in names:
-            c = r.components[name]
+            c = r.components.get(name)
+            if c is None:
+                cells.append("")  # another route's component
+                continue
             cells.append(fmt(c.score) if c.failure is None else f"[red]{c.failure.kind.value}[/]")
         notes = ", ".join(f"{p.violation.value} -{p.penalty:g}" for p in r.penalties)
         if r.reward is None:
@@ -79,8 +83,8 @@ def summary_table(rewards: Sequence[Reward], title: str) -> Table:
         if r.reward is None:
             abstained["abstained"] += 1
     row("reward", values, abstained, [])
-    for name in rewards[0].components if rewards else []:
-        outcomes = [r.components[name] for r in rewards]
+    for name in dict.fromkeys(name for r in rewards for name in r.components):
+        outcomes = [r.components[name] for r in rewards if name in r.components]
         scores = [o.score for o in outcomes if o.score is not None]
         failures = Counter(o.failure.kind.value for o in outcomes if o.failure is not None)
         row(f"  {name}", scores, failures, [o.latency_s for o in outcomes])

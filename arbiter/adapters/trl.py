@@ -26,6 +26,7 @@ out of the group baseline); a component that could not score is ``None`` too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -63,7 +64,7 @@ def _rows(
         for column in PASSED_COLUMNS:
             values = kwargs.get(column)
             if isinstance(values, list) and i < len(values) and values[i] is not None:
-                row[column] = values[i]
+                row[column] = _task_of(values[i]) if column == "task" else values[i]
         if "task" not in row:
             for column in LABEL_COLUMNS:
                 values = kwargs.get(column)
@@ -76,6 +77,21 @@ def _rows(
             row["metrics"] = metrics
         samples.append(row)
     return samples
+
+
+def _task_of(value: Any) -> Any:
+    """Read a ``task`` cell: JSON text, or a mapping without the nulls of a mixed column.
+
+    A dataset mixing task kinds (code, answers, instructions) stores its task column
+    as one Arrow struct with every kind's fields: each row gets ``None`` for the
+    fields of the other kinds, which are absent, not values.
+    """
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        with contextlib.suppress(json.JSONDecodeError):
+            return json.loads(value)
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if v is not None}
+    return value
 
 
 class _OneCallPerBatch:
