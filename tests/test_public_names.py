@@ -51,6 +51,7 @@ PINNED: dict[str, list[str]] = {
         "drift",
         "health",
         "keys",
+        "repositories",
         "review",
         "rewards",
         "rubrics",

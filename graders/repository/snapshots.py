@@ -9,6 +9,12 @@ a candidate could read a fix from future commits or the tests from past ones),
 compiled bytecode (``__pycache__``, ``*.pyc``: a forged ``.pyc`` is read before
 its source) and ``.pytest_cache``.
 
+A host that lacks a snapshot named by id fetches it once from
+``ARBITER_REPOSITORY_SOURCE`` (a service's URL; ``GET
+/v1/repositories/{id}/tarball``, with ``ARBITER_REPOSITORY_SOURCE_KEY`` as its
+bearer key), checks that the tarball hashes to that id, and keeps it: a Ray
+node caches each snapshot it grades.
+
 The store is a directory (``ARBITER_REPOSITORY_STORE``, else
 ``<cache>/repository/store``): ``snapshots/<hex>/tree`` (files 0444 or 0555,
 directories 0555) and ``meta.json`` beside it. A tarball is read with
@@ -28,6 +34,7 @@ import stat
 import tarfile
 import tempfile
 import threading
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -144,6 +151,8 @@ class SnapshotStore:
         self._lock = threading.Lock()
         #: A directory given by path -> (its stat signature, its snapshot).
         self._by_path: dict[str, tuple[str, Snapshot]] = {}
+        #: One fetch at a time per id (a node fetches a snapshot once).
+        self._fetching: dict[str, threading.Lock] = {}
 
     def _dir(self, hex_id: str) -> Path:
         return self.root / "snapshots" / hex_id
@@ -155,9 +164,12 @@ class SnapshotStore:
             if len(hex_id) != 64 or any(c not in "0123456789abcdef" for c in hex_id):
                 raise SnapshotError(f"{ref!r} is not a snapshot id")
             meta = self._dir(hex_id) / "meta.json"
-            if not meta.exists():
-                raise SnapshotError(f"no snapshot {ref} on this host (register it first)")
-            return self._load(hex_id)
+            if meta.exists():
+                return self._load(hex_id)
+            source = os.environ.get("ARBITER_REPOSITORY_SOURCE")
+            if source:
+                return self.fetch(ref, source)
+            raise SnapshotError(f"no snapshot {ref} on this host (register it first)")
         path = Path(ref)
         if not path.exists():
             raise SnapshotError(f"no repository at {ref!r}")
@@ -239,12 +251,51 @@ class SnapshotStore:
                     _unseal(staging)
                 shutil.rmtree(staging, ignore_errors=True)
 
+    def tarball(self, snapshot_id: str) -> bytes:
+        """The snapshot as a ``.tar.gz`` (one top folder), as a node that lacks it fetches it."""
+        snapshot = self.get(snapshot_id) if snapshot_id.startswith("sha256:") else None
+        if snapshot is None:
+            raise SnapshotError(f"{snapshot_id!r} is not a snapshot id")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
+            tar.add(snapshot.tree, arcname="snapshot")
+        return buf.getvalue()
+
+    def fetch(self, snapshot_id: str, source: str, timeout_s: float = 60.0) -> Snapshot:
+        """Fetch a snapshot this host lacks from ``source`` (a service's URL), once, and keep it.
+
+        The tarball is checked against its id: what is stored is what was asked
+        for, whoever answered.
+        """
+        with self._lock:
+            lock = self._fetching.setdefault(snapshot_id, threading.Lock())
+        with lock:
+            hex_id = snapshot_id.split(":", 1)[1]
+            if (self._dir(hex_id) / "meta.json").exists():
+                return self._load(hex_id)  # another thread fetched it meanwhile
+            url = f"{source.rstrip('/')}/v1/repositories/{snapshot_id}/tarball"
+            request = urllib.request.Request(url, headers=_auth_headers())
+            try:
+                with urllib.request.urlopen(request, timeout=timeout_s) as response:
+                    data = response.read(MAX_BYTES + 1)
+            except OSError as e:
+                raise SnapshotError(f"could not fetch {snapshot_id} from {source}: {e}") from e
+            snapshot = self.add_tarball(data)
+            if snapshot.id != snapshot_id:
+                raise SnapshotError(f"{source} sent {snapshot.id} for {snapshot_id}")
+            return snapshot
+
     def ids(self) -> list[str]:
         """Every snapshot id in the store."""
         root = self.root / "snapshots"
         if not root.is_dir():
             return []
         return sorted(f"sha256:{p.name}" for p in root.iterdir() if (p / "meta.json").exists())
+
+
+def _auth_headers() -> dict[str, str]:
+    key = os.environ.get("ARBITER_REPOSITORY_SOURCE_KEY")
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 def _signature(tree: Path) -> str:
