@@ -164,3 +164,15 @@ def test_the_code_graders_read_the_python_the_patch_changes(
     gold = Sample(id="g", response=bug.gold, task=bug.task)
     clean = asyncio.run(ViolationsGrader().grade(gold, ViolationsConfig()))
     assert clean.score == 1.0 and clean.violations == ()
+
+
+def test_a_setup_step_runs_once_per_snapshot_in_a_copy(bug: BugTask, tmp_path: Path) -> None:
+    envs = Environments(tmp_path / "envs")
+    setup = "echo built >> BUILT.txt"
+    first = envs.prepare(bug.snapshot, [], setup)
+    second = envs.prepare(bug.snapshot, [], setup)
+    assert first == second and first.tree != bug.snapshot.tree
+    assert (first.tree / "BUILT.txt").read_text() == "built\n"  # once, not twice
+    assert (first.tree / "toolz" / "itertoolz.py").read_text() == bug.buggy_text
+    assert not (bug.snapshot.tree / "BUILT.txt").exists()
+    assert envs.prepare(bug.snapshot, [], None).tree == bug.snapshot.tree
