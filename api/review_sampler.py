@@ -79,25 +79,37 @@ class ReviewSampler:
         return policy
 
     def decide(self, rubric: Rubric, rewards: Sequence[Reward]) -> list[SamplingDecision]:
-        """Decide for each reward of a batch (and learn the batch's rewards for deciles)."""
+        """Decide for each reward of a batch (and learn the batch's rewards for deciles).
+
+        Under a rubric with routes each route's rewards have deciles of their own
+        (a math route's 0.1 is not a code route's), and its own rubric name in
+        the decision; the queued item keeps the rubric the request named.
+        """
         policy = self.policy(rubric)
-        deciles = self._deciles.setdefault(rubric.sha256, RewardDeciles())
-        if self._shared and policy.needs_deciles:
-            deciles = self._shared_deciles(rubric.sha256, deciles)
-        edges = deciles.edges()
-        decisions = []
-        for reward in rewards:
-            candidate = ReviewCandidate(
-                sample_id=reward.id,
-                reward=reward.raw_reward,
-                component_scores={n: c.score for n, c in reward.components.items()},
-                violations=[v.type for c in reward.components.values() for v in c.violations],
-                drift_alert=any(flag.startswith("drift") for flag in reward.flags),
-            )
-            decisions.append(decide(policy, rubric.name, candidate, edges))
-        if not self._shared:
-            deciles.add(r.raw_reward for r in rewards)
-        return decisions
+        by_route: dict[str | None, list[int]] = {}
+        for i, reward in enumerate(rewards):
+            by_route.setdefault(reward.route if rubric.routes else None, []).append(i)
+        decisions: list[SamplingDecision | None] = [None] * len(rewards)
+        for route, indexes in by_route.items():
+            key = rubric.sha256 if route is None else f"{rubric.sha256}:{route}"
+            deciles = self._deciles.setdefault(key, RewardDeciles())
+            if self._shared and policy.needs_deciles and route is None:
+                deciles = self._shared_deciles(rubric.sha256, deciles)
+            edges = deciles.edges()
+            name = rubric.name if route is None else f"{rubric.name}.{route}"
+            for i in indexes:
+                reward = rewards[i]
+                candidate = ReviewCandidate(
+                    sample_id=reward.id,
+                    reward=reward.raw_reward,
+                    component_scores={n: c.score for n, c in reward.components.items()},
+                    violations=[v.type for c in reward.components.values() for v in c.violations],
+                    drift_alert=any(flag.startswith("drift") for flag in reward.flags),
+                )
+                decisions[i] = decide(policy, name, candidate, edges)
+            if not self._shared or route is not None:
+                deciles.add(rewards[i].raw_reward for i in indexes)
+        return [d for d in decisions if d is not None]
 
     def _shared_deciles(self, sha256: str, current: RewardDeciles) -> RewardDeciles:
         now = time.monotonic()
