@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from arbiter.graders.types import GradeResult, Sample, ViolationType
 from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 
 from .conftest import BUGGY, FAIL_TO_PASS, HIDDEN, PASS_TO_PASS, BugTask
-from .naive_harness import Link, make_patch, naive_run
+from .naive_harness import Link, NaiveRun, make_patch, naive_run
 
 pytestmark = pytest.mark.slow
 
@@ -247,41 +248,75 @@ def test_the_controls_grade_honestly(bug: BugTask, tmp_path: Path, grader: UnitT
     assert _ours(grader, bug, "").score == 0.0
 
 
-@pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
-def test_an_attack_fools_the_naive_harness_and_scores_zero_here(
-    attack: Attack,
-    bug: BugTask,
-    bug_in_tree: BugTask,
-    grader: UnitTestsGrader,
-    tmp_path: Path,
-) -> None:
-    task = bug_in_tree if attack.in_tree else bug
-    outside = tmp_path / "work" / "env"
-    patch = _patch(attack, task, outside)
+@dataclass(frozen=True)
+class Outcome:
+    """One attack's two gradings, and what the filesystem looked like around ours."""
+
+    control: NaiveRun
+    ours: GradeResult
+    snapshot_unchanged: bool
+    outside_untouched: bool
+
+
+def _attack(attack: Attack, task: BugTask, grader: UnitTestsGrader, root: Path) -> Outcome:
+    outside = root / "work" / "env"
     history = {BUGGY: task.original_text} if attack.history else None
     control = naive_run(
         task.snapshot.tree,
-        tmp_path / "work",
+        root / "work",
         task.task.tests,
-        patch,
+        _patch(attack, task, outside),
         FAIL_TO_PASS,
         PASS_TO_PASS,
         history=history,
+        # Plugin autoload only where the attack is a plugin: it costs a second a run here.
+        autoload=attack.name == "plugin_entry_point",
     )
-    assert control.resolved, (
-        f"the control was not fooled: {control.statuses} {control.stdout[-1500:]}"
+    outside_ours = root / "ours-outside"
+    outside_ours.mkdir()
+    before = _tree_digest(task.snapshot.tree)
+    result = _ours(grader, task, _patch(attack, task, outside_ours))
+    return Outcome(
+        control,
+        result,
+        _tree_digest(task.snapshot.tree) == before,
+        list(outside_ours.iterdir()) == [] and not (task.snapshot.tree.parent / "env").exists(),
     )
 
-    outside_ours = tmp_path / "ours-outside"
-    outside_ours.mkdir()
-    ours_patch = _patch(attack, task, outside_ours)
-    before = _tree_digest(task.snapshot.tree)
-    result = _ours(grader, task, ours_patch)
-    assert result.score == 0.0, (result.failure, json.dumps(result.details)[:2000])
-    assert result.failure is None
-    assert _tree_digest(task.snapshot.tree) == before
-    assert list(outside_ours.iterdir()) == []
-    assert not (task.snapshot.tree.parent / "env").exists()
+
+@pytest.fixture(scope="module")
+def outcomes(
+    bug: BugTask,
+    bug_in_tree: BugTask,
+    grader: UnitTestsGrader,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Outcome]:
+    """Every attack, three at a time (the workspace host grades two at once)."""
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {
+            a.name: pool.submit(
+                _attack,
+                a,
+                bug_in_tree if a.in_tree else bug,
+                grader,
+                tmp_path_factory.mktemp(a.name),
+            )
+            for a in ATTACKS
+        }
+        return {name: f.result() for name, f in futures.items()}
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.name for a in ATTACKS])
+def test_an_attack_fools_the_naive_harness_and_scores_zero_here(
+    attack: Attack, outcomes: dict[str, Outcome]
+) -> None:
+    out = outcomes[attack.name]
+    assert out.control.resolved, (
+        f"the control was not fooled: {out.control.statuses} {out.control.stdout[-1500:]}"
+    )
+    assert out.ours.score == 0.0, (out.ours.failure, json.dumps(out.ours.details)[:2000])
+    assert out.ours.failure is None  # a zero, never an abstention
+    assert out.snapshot_unchanged and out.outside_untouched
 
 
 def test_a_forgery_from_inside_is_named(bug: BugTask, grader: UnitTestsGrader) -> None:
