@@ -300,11 +300,18 @@ class RayExecutor(GradingExecutor):
             pythonpath = os.pathsep.join(
                 p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
             )
+            # Where a node fetches a repository snapshot it lacks, by id, once (see
+            # graders.repository.snapshots): the driver's setting reaches every actor.
+            passed = {
+                name: os.environ[name]
+                for name in ("ARBITER_REPOSITORY_SOURCE", "ARBITER_REPOSITORY_SOURCE_KEY")
+                if os.environ.get(name)
+            }
             ray.init(
                 address=self.address,
                 namespace="arbiter",
                 log_to_driver=False,
-                runtime_env={"env_vars": {"PYTHONPATH": pythonpath}},
+                runtime_env={"env_vars": {"PYTHONPATH": pythonpath, **passed}},
             )
         if self._resources is not None:
             wanted = self._resources
