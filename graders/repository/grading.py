@@ -17,7 +17,9 @@ the grader retries and then reports as ``sandbox_error``. Blame:
 
 Our own work (resolving the snapshot, building its environment, the task's
 baseline run) is credited to the grading job's deadline
-(:func:`~arbiter.graders.credit.ours`): a reward measures the candidate's run.
+(:func:`~arbiter.graders.credit.ours`): a reward measures the candidate's run,
+which its own deadlines bound (CPU time, and wall clock less the wait for a
+CPU), so the job's deadline moves with it too.
 """
 
 from __future__ import annotations
@@ -206,7 +208,12 @@ class RepositoryGrading:
             isolation=settings.isolation,
             limits=settings.limits(task),
         )
-        report = self.host.run(job)
+        # The run is bounded by its own deadlines (its CPU time and its wall clock
+        # less its wait for a CPU: the candidate's), so the job's timeout moves with
+        # it, as it does with a sandbox run's credited wait: a slow host can never
+        # turn a candidate's run into our infra_timeout.
+        with ours():
+            report = self.host.run(job)
         details: dict[str, Any] = {
             "patch": {
                 "files": [
