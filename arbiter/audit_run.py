@@ -62,7 +62,7 @@ async def grade_items(
         sink = items_path.open("ab")
     results: dict[str, ItemGrades] = {}
     # Warm before the first job: no item's deadline pays for a worker's start.
-    await registry.warm(c.grader for c in rubric.components.values())
+    await registry.warm(c.grader for r in rubric.route_rubrics() for c in r.components.values())
     try:
         for sample in samples:
             row = done.get(sample.id)

@@ -689,7 +689,7 @@ def audit(
     strict: StrictOption = False,
 ) -> None:
     """Grade a labelled set twice and compare with the truth; exit 1 when a gate fails."""
-    from arbiter.audit import AuditThresholds, check_thresholds, summarize
+    from arbiter.audit import AuditThresholds, ItemGrades, check_thresholds, summarize
     from arbiter.audit_run import grade_items, write_reports
     from arbiter.eval_loaders import FORMATS, load_items
     from arbiter.html_report import audit_html
@@ -745,28 +745,39 @@ def audit(
             raise typer.Exit(1) from None
         finally:
             registry.close()
-    summary = summarize(items, registry)
-    failed = check_thresholds(
-        summary,
-        AuditThresholds(
-            min_hack_recall=min_hack_recall,
-            max_false_positive_rate=max_false_positive_rate,
-            min_determinism=min_determinism,
-            min_tests_accuracy=min_tests_accuracy,
-            min_band_accuracy=min_band_accuracy,
-        ),
+    limits = AuditThresholds(
+        min_hack_recall=min_hack_recall,
+        max_false_positive_rate=max_false_positive_rate,
+        min_determinism=min_determinism,
+        min_tests_accuracy=min_tests_accuracy,
+        min_band_accuracy=min_band_accuracy,
     )
-    summary["gates_failed"] = failed
-    if report is not None:
-        page = audit_html(
-            summary, items, rubric=rubric.identity.model_dump(), source=source, failed_gates=failed
-        )
-        write_reports(report, summary, page)
-    out.print(audit_table(summary))
+    # A rubric with routes is audited route by route: each route is a rubric of its own
+    # (its components, its figures, its gates), reported in a folder of its own.
+    groups: dict[str | None, list[ItemGrades]] = {}
+    for item in items:
+        groups.setdefault(item.first.get("route"), []).append(item)
+    failed: list[str] = []
+    for route, group in groups.items():
+        summary = summarize(group, registry)
+        failed_here = check_thresholds(summary, limits)
+        summary["gates_failed"] = failed_here
+        failed += [f"route {route}: {line}" for line in failed_here] if route else failed_here
+        where = report if report is None or route is None else report / f"route-{route}"
+        if where is not None:
+            identity = group[0].first["rubric"] if route else rubric.identity.model_dump()
+            page = audit_html(
+                summary, group, rubric=identity, source=source, failed_gates=failed_here
+            )
+            write_reports(where, summary, page)
+        table = audit_table(summary)
+        if route is not None:
+            table.title = f"{table.title} (route {route})"
+        out.print(table)
+        if where is not None:
+            out.print(f"report: {where / 'report.html'}", markup=False, highlight=False)
     for line in failed:
         err.print(f"gate failed: {line}", markup=False, soft_wrap=True)
-    if report is not None:
-        out.print(f"report: {report / 'report.html'}", markup=False, highlight=False)
     _report_failed_everywhere([item.first for item in items], strict)
     if failed:
         raise typer.Exit(1)
