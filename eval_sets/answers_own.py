@@ -151,6 +151,13 @@ STRUCTURES: list[tuple[str, str, str, int, str]] = [
     ("relations", r"x \le 2", r"2 \ge x", 1, "not strict, turned round"),
     ("relations", r"x \le 2", "x < 2", 0, "strict"),
     ("relations", r"x \ne 1", r"x \neq 1", 1, "the same relation spelled twice"),
+    ("decimals", r"\frac{1}{12}", "0.083333", 1, "a repeating decimal written out"),
+    ("decimals", r"\frac{2}{3}", "0.6667", 1, "rounded at its fourth place"),
+    ("decimals", r"\frac{2}{3}", "0.6666", 1, "truncated at its fourth place"),
+    ("decimals", r"\frac{1}{3}", "0.3334", 0, "neither rounded nor truncated"),
+    ("decimals", r"\frac{1}{3}", "0.333", 0, "too few places to stand for 1/3"),
+    ("decimals", r"\frac{1}{3}", "0.33", 0, "two places"),
+    ("decimals", r"\frac{1}{8}", "0.1251", 0, "a finite decimal is compared exactly"),
 ]
 
 #: Number-format cases: (gold, prediction, tolerance, label).

@@ -26,6 +26,7 @@ parse caches it keeps per process.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import string
 import unicodedata
@@ -453,5 +454,39 @@ def equivalent(
         return Verdict(True, "same text")
     pred_number = exact_number(prediction)
     if gold_number is not None and pred_number is not None:
-        return Verdict(_numbers_equal(gold_number, pred_number), "exact number")
+        if _numbers_equal(gold_number, pred_number):
+            return Verdict(True, "exact number")
+        written = _written_out(gold=gold_number[0], prediction=prediction, value=pred_number[0])
+        return Verdict(written, "repeating decimal written out" if written else "exact number")
     return _math_equal(gold=gold, prediction=prediction)
+
+
+_DECIMALS = re.compile(r"^[-+]?\d*\.(\d+)$")
+#: A decimal must carry at least this many places to stand for a repeating one (0.33 is not 1/3).
+MIN_PLACES = 4
+
+
+def _written_out(*, gold: Fraction, prediction: str, value: Fraction) -> bool:
+    """Whether ``prediction`` is ``gold``'s repeating decimal cut after its own places.
+
+    ``1/12`` has no finite decimal: ``0.083333`` (or ``0.0833333333333333``) is it,
+    rounded or truncated where the writer stopped; ``0.0834`` is not. A gold with a
+    finite decimal is compared exactly, never this way.
+    """
+    digits = _DECIMALS.match(normalize_latex(prediction).replace(" ", ""))
+    if digits is None or len(digits.group(1)) < MIN_PLACES:
+        return False
+    denominator = gold.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    if denominator == 1:
+        return False  # a finite decimal: written in full or wrong
+    scale = 10 ** len(digits.group(1))
+    scaled = value * scale
+    if scaled.denominator != 1:
+        return False
+    exact = gold * scale
+    truncated = math.floor(exact) if exact >= 0 else math.ceil(exact)
+    rounded = math.floor(exact + Fraction(1, 2))
+    return scaled.numerator in (truncated, rounded)

@@ -67,6 +67,12 @@ def test_normalization_repairs_what_math_verify_misreads():
         ("x=5", "5", True),
         (r"4\sqrt{2}", r"\sqrt{32}", True),
         ("10!", "3628800", True),
+        # A repeating decimal written out, rounded or truncated at 4+ places.
+        (r"\frac{1}{12}", "0.0833333333333333", True),
+        (r"\frac{2}{3}", "0.6667", True),
+        (r"\frac{1}{3}", "0.3334", False),
+        (r"\frac{1}{3}", "0.333", False),
+        ("0.125", "0.1251", False),
     ],
 )
 def test_math_equivalence(gold, prediction, equal):

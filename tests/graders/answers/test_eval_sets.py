@@ -17,10 +17,10 @@ from arbiter.graders.answers.grader import AnswerGrader
 from arbiter.graders.runner import GraderJob, run_jobs
 from arbiter.graders.types import AnswerTask, Sample
 
-#: Labelled-equivalent cases ours may miss at most (20 at this writing, each listed by
+#: Labelled-equivalent cases ours may miss at most (19 at this writing, each listed by
 #: bench/answers.py: free-form text without a marked answer, labels that hold only under
 #: math-verify's non-default options, and a few readings we do not make).
-MISSED_AT_MOST = 20
+MISSED_AT_MOST = 19
 
 
 def cases() -> list[dict]:
