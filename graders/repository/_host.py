@@ -214,6 +214,10 @@ def _supervise(job: dict[str, Any], sock: socket.socket) -> None:
     kernel.set_pdeathsig(signal.SIGKILL)
     _mount("none", "/", None, MS_REC | MS_PRIVATE, "")
     _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "")
+    # POSIX semaphores and shared memory (multiprocessing's locks) live in
+    # /dev/shm: this workspace's own, never the host's, which every grading shares.
+    shm_mb = int(job["limits"].get("shm_mb", 64))
+    _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, f"size={shm_mb}m,mode=1777")
     run_as = job.get("run_as")
     if run_as is not None and os.getuid() == 0:
         _expose(job["expose"])

@@ -137,7 +137,7 @@ def run(job: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
             os.set_inheritable(3, True)
             os.set_inheritable(4, True)
             os.chdir(paths["tree"])
-            rules = (read_only, [tmp])
+            rules = (read_only, [tmp, "/dev/shm"])
             if run_as is not None:
                 os.setgroups([])
                 os.setresgid(run_as[1], run_as[1], run_as[1])

@@ -74,6 +74,8 @@ class WorkspaceLimits:
     max_result_bytes: int = 16 << 20
     tmpfs_mb: int = 512
     tmpfs_inodes: int = 200_000
+    #: The workspace's own /dev/shm (multiprocessing's semaphores).
+    shm_mb: int = 64
 
 
 @dataclass(frozen=True)

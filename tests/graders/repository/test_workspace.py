@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow
 #: temporary folder, and one it tries to write into the tree.
 PLANT = """
 import os as _os
-for _where in (_os.environ.get("TMPDIR", "/tmp"), "/tmp", "."):
+for _where in (_os.environ.get("TMPDIR", "/tmp"), "/tmp", "/dev/shm", "."):
     try:
         with open(_os.path.join(_where, "planted-by-a"), "w") as _f:
             _f.write("a")
@@ -30,6 +30,7 @@ for _where in (_os.environ.get("TMPDIR", "/tmp"), "/tmp", "."):
 CHECK = """
 import os as _os
 _seen = [p for p in ("toolz/planted_a.py", "planted-by-a", "/tmp/planted-by-a",
+                     "/dev/shm/planted-by-a",
                      _os.path.join(_os.environ.get("TMPDIR", "/tmp"), "planted-by-a"), ".git")
          if _os.path.exists(p)]
 if _seen:
