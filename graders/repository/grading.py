@@ -144,6 +144,9 @@ class RepositoryGrading:
 
     def grade(self, response: str, task: RepositoryTask, settings: RepositorySettings) -> Outcome:
         """Grade ``response`` (a diff) against ``task``; raise SandboxError for faults of ours."""
+        malformed = _malformed(task)
+        if malformed is not None:
+            return Outcome(None, "invalid_task", malformed, task_fault=True)
         with ours():
             try:
                 snapshot = self.store.get(task.repository)
@@ -383,6 +386,23 @@ class RepositoryGrading:
                     self._baselines.popitem(last=False)
                 self._baseline_locks.pop(key, None)
         return refusal
+
+
+def _malformed(task: RepositoryTask) -> str | None:
+    """Why the task's own paths and node ids cannot be used, or None.
+
+    A hidden test's path must stay in the tree, and a node id is never an
+    option (``--rootdir=/`` passed as a test would configure the run).
+    """
+    for path in [*task.tests, *test_files(task)]:
+        try:
+            patching.check_path(path)
+        except patching.PatchError as e:
+            return f"task repository {task.repository}: {e}"
+    for nodeid in [*task.fail_to_pass, *task.pass_to_pass]:
+        if nodeid.startswith("-") or "\x00" in nodeid:
+            return f"task repository {task.repository}: {nodeid!r} is not a pytest node id"
+    return None
 
 
 def _refusal(outcome: Outcome, task: RepositoryTask) -> str | None:

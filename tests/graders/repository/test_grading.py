@@ -176,3 +176,18 @@ def test_a_setup_step_runs_once_per_snapshot_in_a_copy(bug: BugTask, tmp_path: P
     assert (first.tree / "toolz" / "itertoolz.py").read_text() == bug.buggy_text
     assert not (bug.snapshot.tree / "BUILT.txt").exists()
     assert envs.prepare(bug.snapshot, [], None).tree == bug.snapshot.tree
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"tests": {"../outside.py": "x = 1\n"}},
+        {"fail_to_pass": ["--rootdir=/"]},
+        {"pass_to_pass": ["/etc/passwd::test"]},
+    ],
+)
+def test_a_task_whose_paths_or_ids_reach_out_is_refused(
+    bug: BugTask, grader: UnitTestsGrader, update: dict[str, object]
+) -> None:
+    result = _grade(grader, bug.task.model_copy(update=update), bug.gold)
+    assert result.failure is not None and result.failure.kind is FailureKind.INVALID_TASK
