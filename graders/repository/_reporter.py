@@ -82,12 +82,23 @@ def _crash_report(item: Any, code: int) -> Any:
     )
 
 
+def _failed_part(item: Any, error: str | None) -> Any:
+    """A failed call report for a failed part (a subtest) of a test, for pytest's tally."""
+    from _pytest.reports import TestReport
+
+    return TestReport(
+        item.nodeid, item.location, {}, "failed", f"a subtest failed ({error})", "call"
+    )
+
+
 class Reporter:
     """Writes ``start``, one ``test`` per test, ``collect_error`` and ``end`` lines to ``fd``."""
 
     def __init__(self, fd: int, isolation: str) -> None:
         self.fd = fd
         self.isolation = isolation
+        #: Reports logged while a test runs in this process (None: not capturing).
+        self._capture: list[Any] | None = None
         self._send({"t": "start", "pid": os.getpid()})
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -100,22 +111,45 @@ class Reporter:
         """Run one test (in a child of its own, with isolation ``test``) and report it."""
         item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
         if self.isolation == "test":
-            reports, status = self._forked(item)
+            reports, failed_parts, status = self._forked(item)
         else:
-            reports, status = runtestprotocol(item, log=False, nextitem=nextitem), 0
+            reports, extra = self._run_here(item, nextitem)
+            failed_parts, status = [_error_type(x) for x in extra if x.failed], 0
         # Logged in this process too, so that pytest's own tally and exit status
         # count them (the verdict checks that they agree).
-        for report in reports:
+        for report in [*reports, *(_failed_part(item, e) for e in failed_parts)]:
             item.ihook.pytest_runtest_logreport(report=report)
         item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
         result = summarize(reports) if reports else {"outcome": "crashed", "error": None}
+        if failed_parts and result["outcome"] in ("passed", "xpassed", "skipped"):
+            # A failed subtest (unittest's subTest) fails its test, whatever the
+            # test's own call report says.
+            result = {**result, "outcome": "failed", "error": failed_parts[0]}
         if status != 0:
             result = {"outcome": "crashed", "error": None, "duration_s": 0.0}
         self._send({"t": "test", "id": item.nodeid, **result, "status": status})
         return True
 
-    def _forked(self, item: Any) -> tuple[list[Any], int]:
-        """Run the test in a child; return its phase reports and the child's exit status."""
+    def _run_here(self, item: Any, nextitem: Any) -> tuple[list[Any], list[Any]]:
+        """Run the test's phases here; return their reports and those logged besides.
+
+        Besides: reports a plugin logs on its own while the test runs, as
+        pytest's subtests do for each ``subTest`` that fails.
+        """
+        self._capture = []
+        try:
+            reports = runtestprotocol(item, log=False, nextitem=nextitem)
+        finally:
+            extra, self._capture = self._capture, None
+        return reports, extra
+
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        """Keep what is logged while a test runs here (its subtests' reports)."""
+        if self._capture is not None:
+            self._capture.append(report)
+
+    def _forked(self, item: Any) -> tuple[list[Any], list[str | None], int]:
+        """Run the test in a child; its phase reports, its failed parts, its exit status."""
         hook = item.config.hook
         r, w = os.pipe()
         pid = os.fork()
@@ -123,11 +157,14 @@ class Reporter:
             os.close(r)
             status = 0
             try:
-                reports = runtestprotocol(item, log=False, nextitem=None)
-                data = [
-                    hook.pytest_report_to_serializable(config=item.config, report=x)
-                    for x in reports
-                ]
+                reports, extra = self._run_here(item, None)
+                data = {
+                    "reports": [
+                        hook.pytest_report_to_serializable(config=item.config, report=x)
+                        for x in reports
+                    ],
+                    "failed_parts": [_error_type(x) for x in extra if x.failed],
+                }
                 raw = json.dumps(data).encode()
                 while raw:
                     raw = raw[os.write(w, raw) :]
@@ -144,16 +181,19 @@ class Reporter:
         os.close(r)
         _, wait_status = os.waitpid(pid, 0)
         code = os.waitstatus_to_exitcode(wait_status)
+        failed_parts: list[str | None] = []
         try:
             data = json.loads(b"".join(chunks))
             reports = [
-                hook.pytest_report_from_serializable(config=item.config, data=x) for x in data
+                hook.pytest_report_from_serializable(config=item.config, data=x)
+                for x in data["reports"]
             ]
+            failed_parts = [e if isinstance(e, str) else None for e in data["failed_parts"]]
         except (ValueError, TypeError, KeyError, AttributeError):
             reports = []
         if code != 0 or not reports:
             reports = [_crash_report(item, code)]
-        return reports, code
+        return reports, failed_parts, code
 
     def pytest_collectreport(self, report: Any) -> None:
         """Report a file or class that failed to collect."""

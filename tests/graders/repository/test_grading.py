@@ -10,7 +10,7 @@ import pytest
 from arbiter.graders.bandit import BanditConfig, BanditGrader
 from arbiter.graders.radon import RadonConfig, RadonGrader
 from arbiter.graders.repository.environments import Environments
-from arbiter.graders.repository.grading import RepositoryGrading
+from arbiter.graders.repository.grading import RepositoryGrading, RepositorySettings
 from arbiter.graders.repository.snapshots import SnapshotStore
 from arbiter.graders.types import FailureKind, RepositoryTask, Sample, ViolationType
 from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
@@ -191,3 +191,38 @@ def test_a_task_whose_paths_or_ids_reach_out_is_refused(
 ) -> None:
     result = _grade(grader, bug.task.model_copy(update=update), bug.gold)
     assert result.failure is not None and result.failure.kind is FailureKind.INVALID_TASK
+
+
+SUBTESTS = """import unittest
+
+from pkg import double
+
+
+class DoubleTests(unittest.TestCase):
+    def test_values(self):
+        for x in (0, 1, 2):
+            with self.subTest(x=x):
+                self.assertEqual(double(x), 2 * x)
+"""
+
+
+@pytest.mark.parametrize("isolation", ["test", "session"])
+def test_a_failed_subtest_fails_its_test(
+    store: SnapshotStore, grading: RepositoryGrading, tmp_path: Path, isolation: str
+) -> None:
+    """A failure in a unittest subTest arrives as a report of its own: its test has failed."""
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "__init__.py").write_text("def double(x):\n    return x * 3\n")
+    snapshot = store.add(tree)
+    task = RepositoryTask(
+        kind="repository",
+        repository=snapshot.id,
+        tests={"tests/test_pkg.py": SUBTESTS},
+        fail_to_pass=["tests/test_pkg.py::DoubleTests::test_values"],
+    )
+    settings = RepositorySettings(check_task=False, isolation=isolation)
+    broken = grading.run_diff("", task, settings)
+    assert broken.details["tests"][task.fail_to_pass[0]]["outcome"] == "failed"
+    fix = make_patch(tree, {"pkg/__init__.py": "def double(x):\n    return x * 2\n"})
+    assert grading.run_diff(fix, task, settings).score == 1.0
