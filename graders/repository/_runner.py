@@ -156,11 +156,15 @@ def run(job: dict[str, Any], paths: dict[str, str]) -> dict[str, Any]:
                 "PYTHONHASHSEED": "0",
                 "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             }
+            # -B: no bytecode is written. The interpreter's and pytest's own caches
+            # are read where they are (a prefix of our own would recompile all of
+            # them on every run); the tree has none to read: the snapshot keeps no
+            # bytecode, a patch may not add any (protected, and binary is
+            # refused), and the tree is read-only while the tests run.
             argv = [
                 job["python"],
                 "-I",
-                "-X",
-                f"pycache_prefix={os.path.join(tmp, 'pycache')}",
+                "-B",
                 "-c",
                 _RUNNER_BOOT,
                 "4",
