@@ -81,7 +81,9 @@ class AnswerGrader(Grader[AnswerConfig]):
     default_timeout_s: ClassVar[float] = 300.0
 
     def __init__(self, workers: int | None = None) -> None:
-        count = workers if workers is not None else max(2, len(os.sched_getaffinity(0)))
+        # More workers than cores: a worker held by a check the candidate keeps busy
+        # (until its limit, then a restart) must not stall every other sample's queue.
+        count = workers if workers is not None else max(4, 2 * len(os.sched_getaffinity(0)))
         self.pool = CheckPool(count, warm_up=warm_up)
 
     async def warm(self) -> None:

@@ -89,7 +89,10 @@ def _serve(conn: Connection, warm_up: Callable[[], None] | None, memory_mb: int)
             resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if warm_up is not None:
         warm_up()
-    conn.send(("ready", os.getpid()))
+    try:
+        conn.send(("ready", os.getpid()))
+    except (BrokenPipeError, OSError):
+        return  # the pool closed while this worker started: nothing to serve
     while True:
         try:
             fn, kwargs = conn.recv()
