@@ -84,7 +84,7 @@ class InstructionsGrader(Grader[InstructionsConfig]):
     default_timeout_s: ClassVar[float] = 300.0
 
     def __init__(self, workers: int | None = None) -> None:
-        count = workers if workers is not None else max(2, len(os.sched_getaffinity(0)))
+        count = workers if workers is not None else max(4, 2 * len(os.sched_getaffinity(0)))
         self.pool = CheckPool(count, warm_up=warm_up)
 
     async def warm(self) -> None:
