@@ -33,6 +33,7 @@ $(STAMP): pyproject.toml
 # HumanEvalPack's tests use (testify; the rand, regex and md5 crates), all from
 # Debian's packages: a language whose toolchain is missing fails its tasks typed
 # (toolchain_missing), and the strict suite fails.
+NODE_LIBRARIES := /usr/local/lib/arbiter/node
 TOOLCHAIN_PACKAGES := g++ default-jdk-headless golang-go rustc cargo nodejs libboost-dev \
 	golang-github-stretchr-testify-dev librust-rand-dev librust-regex-dev librust-md5-dev
 tools:
@@ -44,6 +45,13 @@ tools:
 		[ "$$(dpkg-query -W -f='$${Status}\n' $(TOOLCHAIN_PACKAGES) 2>/dev/null | wc -l)" = "$(words $(TOOLCHAIN_PACKAGES))" ]; then :; \
 	elif command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(TOOLCHAIN_PACKAGES) >/dev/null; \
+	fi
+
+	@# The npm packages HumanEvalPack's JavaScript solutions require (JavaScript/162's own
+	@# solution loads js-md5), where the JavaScript language puts Node's NODE_PATH
+	@# (graders/languages/javascript.py, NODE_LIBRARIES); the npm registry is reachable.
+	@if command -v npm >/dev/null && [ "$$(id -u)" = 0 ] && [ ! -d $(NODE_LIBRARIES)/node_modules/js-md5 ]; then \
+		npm install --silent --no-audit --no-fund --no-update-notifier --prefix $(NODE_LIBRARIES) js-md5@0.8.3 >/dev/null; \
 	fi
 
 # The wheel a user installs, built from this checkout (pip builds it in isolation).

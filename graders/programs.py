@@ -208,12 +208,6 @@ class Programs:
         """Find and prepare every language's toolchain (the grader's warm-up); say which exist."""
         return {name: self.toolchain(name) is not None for name in LANGUAGES}
 
-    def read_only_roots(self) -> tuple[str, ...]:
-        """Directories the sandbox must let runs read: the prepared toolchains' roots."""
-        with self._lock:
-            found = [t for t in self._toolchains.values() if t is not None]
-        return tuple(sorted({r for t in found for r in t.roots}))
-
     # --- the candidate's artifact ---------------------------------------------
 
     def artifact(

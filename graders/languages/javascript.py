@@ -28,7 +28,9 @@ tests only print), which the candidate's code is free to replace.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 from typing import ClassVar
@@ -39,6 +41,7 @@ from arbiter.graders.languages.base import (
     Language,
     LanguageLimits,
     ProgramParts,
+    Toolchain,
     UnsupportedTask,
     source_text,
 )
@@ -59,7 +62,11 @@ BRIDGE = "__arbiterBridge"
 #: heap-out-of-memory report (less and V8 dies of SIGSEGV instead), 4 threads (5
 #: once libuv's pool of one starts).
 NODE_FLAGS = ("--max-old-space-size={memory_mb}", "--stack-size=4000", "--v8-pool-size=1")
-ENV = {"UV_THREADPOOL_SIZE": "1", "MALLOC_ARENA_MAX": "2"}
+#: Where ``make tools`` installs the npm packages HumanEvalPack's JavaScript tasks
+#: require (``js-md5``, which JavaScript/162's own solution loads): public and
+#: task-independent, read-only to runs, on Node's search path through NODE_PATH.
+NODE_LIBRARIES = "/usr/local/lib/arbiter/node/node_modules"
+ENV = {"UV_THREADPOOL_SIZE": "1", "MALLOC_ARENA_MAX": "2", "NODE_PATH": NODE_LIBRARIES}
 
 _IDENT = r"[A-Za-z_$][\w$]*"
 _PARAMS = r"\((?P<params>[^()]*)\)"
@@ -202,6 +209,20 @@ class JavaScriptLanguage(Language):
     )
 
     # ---------------------------------------------------------------- reading code
+
+    def prepare(self, toolchain: Toolchain, cache_dir: str) -> Toolchain:
+        """Name the npm libraries ``make tools`` installed in the toolchain's version.
+
+        Runs read them under ``/usr/local/lib``, which the sandbox lets every run
+        read. Without them a task that requires one fails for every answer alike;
+        the version text (part of the compile cache's key) says which were there.
+        """
+        if not os.path.isdir(NODE_LIBRARIES):
+            return toolchain
+        libraries = ",".join(sorted(n for n in os.listdir(NODE_LIBRARIES) if n[:1] != "."))
+        return dataclasses.replace(
+            toolchain, version=f"{toolchain.version} (libraries: {libraries})"
+        )
 
     def defines(self, code: str, name: str) -> bool:
         """Whether ``code`` declares ``name`` as a function (a declaration or a bound one)."""
