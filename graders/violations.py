@@ -69,6 +69,11 @@ DEFAULT_SEVERITY: dict[ViolationType, float] = {
     ViolationType.FORBIDDEN_OPERATION: 0.5,
     ViolationType.RESOURCE_ABUSE: 0.5,
     ViolationType.SUPPRESSION_COMMENT: 0.1,
+    # What the answer grader sees: a final answer that games the check, not code.
+    ViolationType.ANSWER_HEDGING: 1.0,
+    ViolationType.EMPTY_ANSWER: 1.0,
+    ViolationType.ECHOED_PROBLEM: 1.0,
+    ViolationType.UNCLOSED_THINKING: 1.0,
 }
 
 Severity = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]
