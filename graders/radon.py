@@ -207,6 +207,10 @@ def warm_radon() -> None:
     measure_radon("x = 1\n", RadonOptions())
 
 
+#: Line boundaries of str.splitlines that are not Python's, as spaces.
+_NOT_PYTHON_NEWLINES = dict.fromkeys(map(ord, "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"), " ")
+
+
 def measure_radon(code: str, options: RadonOptions) -> RadonMetrics:
     """Compute radon's metrics for ``code`` in this process (pure).
 
@@ -242,9 +246,16 @@ def measure_radon(code: str, options: RadonOptions) -> RadonMetrics:
         # The MI is radon's, whatever the assert setting: it always counts asserts.
         mi_cc = cc if options.count_asserts else ComplexityVisitor.from_ast(tree)
         halstead = h_visit_ast(tree)
-        raw = raw_analyze(code)
+        # radon splits lines with str.splitlines, which also breaks at characters
+        # Python's own tokenizer does not (\x0b, \x0c, \x1c-\x1e, \x85, \u2028,
+        # \u2029): one inside a string literal cut the line, and radon raised
+        # SyntaxError on code Python compiles. As spaces they count as Python reads them.
+        raw = raw_analyze(code.translate(_NOT_PYTHON_NEWLINES))
     except RecursionError:
         return RadonMetrics(unanalysable=_TOO_DEEP)
+    except SyntaxError as e:
+        # Code Python parsed that radon's own tokenizing still refuses: its text, not ours.
+        return RadonMetrics(unanalysable=f"radon's line counter cannot read it: {e}")
     # The same arithmetic, in the same order, as radon.metrics.mi_parameters.
     comment_lines = raw.comments + (raw.multi if options.mi_count_multi else 0)
     comments_pct = comment_lines / float(raw.sloc) * 100 if raw.sloc != 0 else 0

@@ -416,11 +416,23 @@ LONG_SUM = "x = " + "+".join(["1"] * 2000) + "\n"
 LONG_LITERAL = "x = [\n" + "1,\n" * 600 + "]\n"
 
 
+#: bench.fuzz_readers found it: a line separator of str.splitlines (not of Python's) in
+#: a string literal made radon's line counter raise SyntaxError on code Python compiles.
+SPLIT_LITERAL = 's = "a\x1cb"\nt = "\u2028"  # \x0c\n'
+
+
 @fuzz_settings()
 @given(TARGETS["radon.measure_radon"].strategy)
 @example(UNARY_CHAIN)
+@example(SPLIT_LITERAL)
 def test_measure_radon_answers_for_any_code(code):
     TARGETS["radon.measure_radon"].check(code)
+
+
+def test_line_separators_python_does_not_split_at_are_counted_as_python_reads_them():
+    m = measure_radon(SPLIT_LITERAL, RadonOptions())
+    assert m.syntax_error is None and m.unanalysable is None
+    assert dict(m.raw)["loc"] == 2 and dict(m.raw)["comments"] == 1
 
 
 @fuzz_settings()
