@@ -13,7 +13,6 @@ rebuilt from the snapshot on this host; a patch that does not apply there
 
 from __future__ import annotations
 
-import ast
 import difflib
 import threading
 from pathlib import Path
@@ -27,6 +26,7 @@ from arbiter.graders.repository.patch import (
     parse_patch,
 )
 from arbiter.graders.repository.snapshots import SnapshotError, SnapshotStore, default_store_root
+from arbiter.graders.sandbox.syntax import parse_module
 from arbiter.graders.types import RepositoryTask, Sample
 
 __all__ = ["changed_python", "code_to_read", "is_test_file"]
@@ -51,7 +51,7 @@ def is_test_file(path: str) -> bool:
 
 def _changed_units(before: str, after: str) -> str:
     """The top-level statements of ``after`` that hold a line ``before`` does not."""
-    tree = ast.parse(after)
+    tree = parse_module(after)
     new_lines = after.splitlines(keepends=True)
     changed: set[int] = set()
     matcher = difflib.SequenceMatcher(None, before.splitlines(), after.splitlines(), autojunk=False)

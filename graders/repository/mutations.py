@@ -18,6 +18,8 @@ import random
 import re
 from dataclasses import dataclass
 
+from arbiter.graders.sandbox.syntax import parse_module
+
 __all__ = ["Mutant", "mutants", "unified_diff"]
 
 _COMPARE_SWAP = {
@@ -146,7 +148,7 @@ def _functions(tree: ast.Module) -> list[tuple[str, ast.AST]]:
 def mutants(path: str, source: str, *, seed: int, per_function: int = 3) -> list[Mutant]:
     """Up to ``per_function`` mutants of each function in ``source``, in seeded order."""
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except (SyntaxError, ValueError):
         return []
     off = _Offsets(source)
@@ -160,7 +162,7 @@ def mutants(path: str, source: str, *, seed: int, per_function: int = 3) -> list
         for start, end, new, operator, line in sites:
             mutated = source[:start] + new + source[end:]
             try:
-                if ast.dump(ast.parse(mutated)) == original_dump:
+                if ast.dump(parse_module(mutated)) == original_dump:
                     continue
             except (SyntaxError, ValueError):
                 continue

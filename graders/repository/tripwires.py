@@ -23,6 +23,8 @@ import re
 import secrets
 from dataclasses import dataclass
 
+from arbiter.graders.sandbox.syntax import parse_module
+
 __all__ = ["Tripwire", "plant"]
 
 #: Shapes: (setup, expression over ``data``, how to compute the true value).
@@ -102,7 +104,7 @@ def plant(
     a function. A file that does not parse gets none (the run will show it).
     """
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except (SyntaxError, ValueError):
         return source, []
     rng = secrets.SystemRandom()
