@@ -88,7 +88,7 @@ class InstructionsGrader(Grader[InstructionsConfig]):
         self.pool = CheckPool(count, warm_up=warm_up)
 
     async def warm(self) -> None:
-        """Start the workers (each loads langdetect's profiles)."""
+        """Start the first worker (it loads langdetect's profiles); more start as checks queue."""
         await self.pool.start()
 
     def close(self) -> None:

@@ -119,7 +119,7 @@ class ReasoningGymGrader(Grader[ReasoningGymConfig]):
         self.pool = CheckPool(count, warm_up=warm_up)
 
     async def warm(self) -> None:
-        """Start the workers (each imports reasoning-gym)."""
+        """Start the first worker (it imports reasoning-gym); more start as checks queue."""
         await self.pool.start()
 
     def close(self) -> None:

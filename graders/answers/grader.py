@@ -87,7 +87,7 @@ class AnswerGrader(Grader[AnswerConfig]):
         self.pool = CheckPool(count, warm_up=warm_up)
 
     async def warm(self) -> None:
-        """Start the workers and import the checkers in each."""
+        """Start the first worker (it imports the checkers); more start as checks queue."""
         await self.pool.start()
 
     def close(self) -> None:

@@ -124,21 +124,36 @@ class _Worker:
 
 
 class CheckPool:
-    """A fixed number of worker processes, each running one check at a time.
+    """Up to ``workers`` worker processes, each running one check at a time.
+
+    The pool starts ``initial`` workers and grows by one whenever a check finds
+    none idle, up to ``workers``: a service whose rubrics name a grader it is
+    never sent a sample for holds one warm process for it, not ``workers``, and a
+    burst (or checks held to their limit) brings the rest up while it queues.
+    A worker's start never counts against a check: the clock starts at the take.
 
     Args:
-        workers: how many checks run at once.
+        workers: how many checks run at once, at most.
         warm_up: a module-level function each fresh worker runs before its first
             check (imports, a first parse), so no check pays for a start.
         memory_mb: each worker's address-space bound (0: none).
+        initial: how many workers :meth:`start` brings up.
     """
 
     def __init__(
-        self, workers: int, *, warm_up: Callable[[], None] | None = None, memory_mb: int = 2048
+        self,
+        workers: int,
+        *,
+        warm_up: Callable[[], None] | None = None,
+        memory_mb: int = 2048,
+        initial: int = 1,
     ) -> None:
         if workers < 1:
             raise ValueError("a check pool needs at least one worker")
+        if initial < 1:
+            raise ValueError("a check pool starts at least one worker")
         self.workers = workers
+        self.initial = min(initial, workers)
         self._warm_up = warm_up
         self._memory_mb = memory_mb
         self._context = multiprocessing.get_context("forkserver")
@@ -180,11 +195,17 @@ class CheckPool:
         self._idle.put_nowait(worker)
 
     async def start(self) -> None:
-        """Start every worker and wait until each has warmed up."""
+        """Start the first ``initial`` workers and wait until each has warmed up."""
         if self._idle is None:
             self._loop = asyncio.get_running_loop()
             self._idle = asyncio.Queue()
-            await asyncio.gather(*(self._start_one() for _ in range(self.workers)))
+            await asyncio.gather(*(self._start_one() for _ in range(self.initial)))
+
+    def _grow(self) -> None:
+        """Start one more worker when a check finds none idle and the pool has room."""
+        assert self._idle is not None
+        if self._idle.empty() and len(self._all) + len(self._starting) < self.workers:
+            self._replace()
 
     def _replace(self) -> None:
         if self._closed:
@@ -244,6 +265,7 @@ class CheckPool:
         if self._idle is None:
             await self.start()
         assert self._idle is not None
+        self._grow()
         worker = await self._idle.get()
         phase = ""
 

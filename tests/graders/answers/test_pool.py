@@ -117,3 +117,24 @@ def test_a_worker_that_dies_is_replaced():
     error, after = asyncio.run(go())
     assert "died" in str(error)
     assert after.value > 0
+
+
+def test_the_pool_starts_one_worker_and_grows_to_its_size_under_a_burst():
+    # A service warms every grader its rubrics name: one process each until samples
+    # come, then as many as queue, never more than the pool's size.
+    async def go():
+        pool = CheckPool(3)
+        try:
+            await pool.start()
+            warm = pool.started
+            pids = await asyncio.gather(*(pool.run(nap, 5.0, seconds=0.2) for _ in range(12)))
+            idle = await pool.run(nap, 5.0, seconds=0.0)
+        finally:
+            pool.close()
+        return warm, {o.value for o in pids}, idle, pool.started
+
+    warm, pids, idle, started = asyncio.run(go())
+    assert warm == 1
+    assert started == 3
+    assert len(pids) == 3
+    assert idle.value in pids
