@@ -40,6 +40,7 @@ __all__ = [
     "Toolchain",
     "UnsupportedTask",
     "source_text",
+    "task_text",
 ]
 
 
@@ -79,6 +80,24 @@ def source_text(code: str) -> str:
             f"({code[e.start : e.end].encode('utf-8', 'backslashreplace').decode()})"
         ) from e
     return code
+
+
+def task_text(*texts: str) -> None:
+    r"""Check that the task's own text (prompt, tests, setup) can be written to a file.
+
+    Raises:
+        UnsupportedTask: a text holds a lone surrogate (JSON's ``"\ud800"``): the
+            task's fault, so the reward abstains; a candidate that continues such a
+            prompt is not blamed for it.
+    """
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            line = text.count("\n", 0, e.start) + 1
+            raise UnsupportedTask(
+                f"the task's text is not valid Unicode: {e.reason} at line {line}"
+            ) from e
 
 
 @dataclass(frozen=True, slots=True)

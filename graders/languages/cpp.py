@@ -41,6 +41,7 @@ from arbiter.graders.languages.base import (
     ProgramParts,
     UnsupportedTask,
     source_text,
+    task_text,
 )
 
 __all__ = ["LANGUAGE", "CppLanguage", "mask"]
@@ -707,6 +708,7 @@ class CppLanguage(Language):
         A whole answer goes after the prompt's context it left out
         (:meth:`standalone_context`).
         """
+        task_text(parts.prompt)
         declared = self.declared(parts)
         source_text(parts.code)
         context = self.standalone_context(parts)
@@ -751,6 +753,7 @@ class CppLanguage(Language):
 
     def harness(self, parts: ProgramParts) -> Build:
         """The bridge, the prompt up to its open declaration, the stub, the tests."""
+        task_text(parts.prompt, parts.tests, parts.setup_code)
         found = _open_declaration(parts.prompt, parts.entry_point)
         helpers = parts.prompt[: found.start]
         source = "\n".join(

@@ -49,6 +49,7 @@ from arbiter.graders.languages.base import (
     Toolchain,
     UnsupportedTask,
     source_text,
+    task_text,
 )
 
 __all__ = ["LANGUAGE", "GoLanguage", "Token", "tokenize"]
@@ -829,6 +830,7 @@ class GoLanguage(Language):
 
     def candidate(self, parts: ProgramParts) -> Build:
         """The candidate's code as ``package main`` and a dispatcher that serves the function."""
+        task_text(parts.prompt)
         f = self._declaration(parts)
         code = _add_missing(_blank_unused(_as_main(source_text(parts.code))))
         has_main = any(g.name == "main" for g in _funcs(code, frozenset()))
@@ -857,6 +859,7 @@ class GoLanguage(Language):
 
     def harness(self, parts: ProgramParts) -> Build:
         """Setup, the prompt with a stub for the declared function, and the tests: one file."""
+        task_text(parts.prompt, parts.tests, parts.setup_code)
         f = self._declaration(parts)
         names = _test_names(parts.tests)
         if not names:

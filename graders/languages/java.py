@@ -50,6 +50,7 @@ from arbiter.graders.languages.base import (
     Toolchain,
     UnsupportedTask,
     source_text,
+    task_text,
 )
 
 __all__ = ["LANGUAGE", "JavaLanguage", "mask"]
@@ -481,6 +482,7 @@ class JavaLanguage(Language):
 
     def candidate(self, parts: ProgramParts) -> Build:
         """The candidate's code (the prompt's imports added) and the dispatching main class."""
+        task_text(parts.prompt)
         opened = _open_method(parts.prompt)
         code = source_text(parts.code)
         masked = mask(code)
@@ -535,6 +537,7 @@ class JavaLanguage(Language):
 
     def harness(self, parts: ProgramParts) -> Build:
         """The prompt with a stub for its open method, its classes closed, then the tests."""
+        task_text(parts.prompt, parts.tests, parts.setup_code)
         opened = _open_method(parts.prompt)
         prompt = parts.prompt[: opened.start]
         tests_masked = mask(parts.tests)

@@ -44,6 +44,7 @@ from arbiter.graders.languages.base import (
     Toolchain,
     UnsupportedTask,
     source_text,
+    task_text,
 )
 
 __all__ = ["LANGUAGE", "JavaScriptLanguage", "mask"]
@@ -271,6 +272,7 @@ class JavaScriptLanguage(Language):
 
     def candidate(self, parts: ProgramParts) -> Build:
         """The candidate's script with the dispatcher appended; ``node --check`` compiles it."""
+        task_text(parts.prompt)
         opened = _open_declaration(parts.prompt)
         awaited = (opened.declared.name,) if opened.is_async else ()
         code = source_text(parts.code)
@@ -300,6 +302,7 @@ class JavaScriptLanguage(Language):
 
     def harness(self, parts: ProgramParts) -> Build:
         """The trusted assert, the prompt with a stub for its open function, then the tests."""
+        task_text(parts.prompt, parts.tests, parts.setup_code)
         opened = _open_declaration(parts.prompt)
         source = (
             f'const {BRIDGE} = require("./{RUNTIME}");\n'

@@ -48,6 +48,7 @@ from arbiter.graders.languages.base import (
     Toolchain,
     UnsupportedTask,
     source_text,
+    task_text,
 )
 
 __all__ = ["LANGUAGE", "RustLanguage"]
@@ -721,6 +722,7 @@ class RustLanguage(Language):
 
     def candidate(self, parts: ProgramParts) -> Build:
         """The code as a library crate, a dispatcher module appended; ``main.rs`` serves it."""
+        task_text(parts.prompt)
         found = _find(parts.prompt, parts.entry_point)
         code = source_text(parts.code)
         code = code if code.endswith("\n") else code + "\n"
@@ -744,6 +746,7 @@ class RustLanguage(Language):
 
     def harness(self, parts: ProgramParts) -> Build:
         """The prompt without its open declaration, a stub in its place, the tests."""
+        task_text(parts.prompt, parts.tests, parts.setup_code)
         found = _find(parts.prompt, parts.entry_point)
         prompt = parts.prompt
         before, after = prompt[: found.start], prompt[found.end :]

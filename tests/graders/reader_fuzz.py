@@ -539,7 +539,7 @@ def _check_harness(lang: Language, args: tuple[str, str, str]) -> None:
     parts = ProgramParts(prompt=prompt, code="", tests=tests, setup_code=setup)
     build = _typed(lambda: lang.harness(parts), UnsupportedTask)
     if build is not None:
-        assert all(isinstance(source, str) for source in build.files.values())
+        _check_build(build)
 
 
 def _check_program(lang: Language, code: str) -> None:

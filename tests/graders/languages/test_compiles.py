@@ -125,3 +125,28 @@ def test_text_no_build_can_hold_is_the_candidates_compile_error(
     result = language_grader.grade_sync(sample, UnitTestsConfig())
     assert result.score == 0.0, result
     assert result.details["failure_kind"] == FailureKind.COMPILE_ERROR.value
+
+
+@pytest.mark.parametrize("name", ["go", "cpp", "rust", "java", "javascript"])
+def test_a_task_text_no_build_can_hold_is_the_tasks_and_abstains(
+    language_grader: UnitTestsGrader, name: str
+) -> None:
+    # A lone surrogate in the task's prompt (bench.fuzz_readers: C++'s and Java's
+    # builds carried the prompt's text into the candidate's file, and writing it
+    # raised, ours). The task's fault: it abstains, and the candidate who continued
+    # the prompt is not blamed with a compile error.
+    require_toolchain(language_grader, name)
+    prompt = {
+        "go": "package main\n\n// Add \ud800 two numbers.\nfunc Add(a int, b int) int {\n",
+        "cpp": "/* Add \ud800 two numbers. */\nint add(int a, int b){\n",
+        "rust": "/* Add \ud800 two numbers. */\nfn add(a: i32, b: i32) -> i32 {\n",
+        "java": "class Solution {\n    /* Add \ud800 */\n    public int add(int a, int b) {\n",
+        "javascript": "/* Add \ud800 two numbers. */\nconst add = (a, b) => {\n",
+    }[name]
+    task = TaskSpec(kind="test_program", language=name, tests="")
+    sample = Sample(id="surrogate", prompt=prompt, response="    return a + b;\n}\n", task=task)
+    result = language_grader.grade_sync(sample, UnitTestsConfig())
+    assert result.score is None, result
+    assert result.failure is not None
+    assert result.failure.kind is FailureKind.COLLECTION_ERROR, result.failure
+    assert "not valid Unicode" in result.failure.message

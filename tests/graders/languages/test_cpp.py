@@ -695,6 +695,8 @@ def test_candidate_builds_any_completion_or_blames_the_candidate(args):
 
 @fuzz_settings()
 @given(TARGETS["cpp.candidate_of_any_task"].strategy)
+@example(("/* \ud800 */\nint f(int x){", "", "", True))
+@example(("/* \ud800 */\nint f(int x){", "return 1;", "", False))
 @example(("int f(int x){", SURROGATE, "", False))
 def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
     TARGETS["cpp.candidate_of_any_task"].check(args)
@@ -702,6 +704,7 @@ def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
 
 @fuzz_settings()
 @given(TARGETS["cpp.harness"].strategy)
+@example(("int f(int x){", "/* \ud800 */", ""))
 @example(("/*" + "\n" * 3_000 + "*/\nint f(int x) noexcept(" + " " * 3_000 + "{", "", ""))
 def test_harness_reads_any_task_or_refuses_it(args):
     TARGETS["cpp.harness"].check(args)

@@ -863,6 +863,8 @@ def test_candidate_builds_any_completion_or_blames_the_candidate(args):
 
 @fuzz_settings()
 @given(TARGETS["go.candidate_of_any_task"].strategy)
+@example(("/* \ud800 */\nfunc f() {\n", "", "", True))
+@example(("/* \ud800 */\nfunc f() {\n", "return 1;", "", False))
 @example(("func f() {\n", 'package main\nimport "\\N{x}"\n', "", False))
 def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
     TARGETS["go.candidate_of_any_task"].check(args)
@@ -870,6 +872,7 @@ def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
 
 @fuzz_settings()
 @given(TARGETS["go.harness"].strategy)
+@example(("func f() {\n", "/* \ud800 */", ""))
 @example(('import "\\x"\nfunc f() {\n', "func TestF(t *testing.T) {}\n", ""))
 def test_harness_reads_any_task_or_refuses_it(args):
     TARGETS["go.harness"].check(args)

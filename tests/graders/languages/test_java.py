@@ -837,6 +837,8 @@ def test_candidate_builds_any_completion_or_blames_the_candidate(args):
 
 @fuzz_settings()
 @given(TARGETS["java.candidate_of_any_task"].strategy)
+@example(("/* \ud800 */\nclass A { int f() {", "", "", True))
+@example(("/* \ud800 */\nclass A { int f() {", "return 1;", "", False))
 @example(("class A { int f() {", SURROGATE, "", False))
 def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
     TARGETS["java.candidate_of_any_task"].check(args)
@@ -844,6 +846,7 @@ def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
 
 @fuzz_settings()
 @given(TARGETS["java.harness"].strategy)
+@example(("class A { int f() {", "/* \ud800 */", ""))
 @example(("class A { int f() {", "public class Main {}\n" * 2_000, ""))
 def test_harness_reads_any_task_or_refuses_it(args):
     TARGETS["java.harness"].check(args)

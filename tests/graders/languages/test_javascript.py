@@ -585,6 +585,8 @@ def test_candidate_builds_any_completion_or_blames_the_candidate(args):
 
 @fuzz_settings()
 @given(TARGETS["javascript.candidate_of_any_task"].strategy)
+@example(("/* \ud800 */\nconst f = (a) => {", "", "", True))
+@example(("/* \ud800 */\nconst f = (a) => {", "return 1;", "", False))
 @example(("const f = (a) => {", SURROGATE, "", False))
 def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
     TARGETS["javascript.candidate_of_any_task"].check(args)
@@ -592,6 +594,7 @@ def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
 
 @fuzz_settings()
 @given(TARGETS["javascript.harness"].strategy)
+@example(("const f = (a) => {", "/* \ud800 */", ""))
 @example(("\n" * 5_000 + "function f(a) {", "", ""))
 def test_harness_reads_any_task_or_refuses_it(args):
     TARGETS["javascript.harness"].check(args)

@@ -697,6 +697,8 @@ def test_candidate_builds_any_completion_or_blames_the_candidate(args):
 
 @fuzz_settings()
 @given(TARGETS["rust.candidate_of_any_task"].strategy)
+@example(("/* \ud800 */\nfn f() {", "", "", True))
+@example(("/* \ud800 */\nfn f() {", "return 1;", "", False))
 @example(("fn f() {", SURROGATE, "", False))
 def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
     TARGETS["rust.candidate_of_any_task"].check(args)
@@ -704,6 +706,7 @@ def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
 
 @fuzz_settings()
 @given(TARGETS["rust.harness"].strategy)
+@example(("fn f() {", "/* \ud800 */", ""))
 @example(("fn f() -> " + "Vec<" * 2_000 + "i32" + ">" * 2_000 + " {", "", ""))
 def test_harness_reads_any_task_or_refuses_it(args):
     TARGETS["rust.harness"].check(args)
