@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -99,19 +100,60 @@ class _JobClock:
     """A job's timeout, moved later by the wait for a CPU credited to its sandbox runs.
 
     The sandbox credits a run that the host kept off the CPU (see
-    :mod:`arbiter.graders.sandbox.clock`); the job that waits for the run moves by as
-    much, never past the request's own deadline.
+    :mod:`arbiter.graders.sandbox.clock`), and :func:`arbiter.graders.credit.ours`
+    our own work; the job that waits moves by as much, never past the request's
+    own deadline.
+
+    Credit arrives from any thread, about ten times a grading. It is added up
+    here and applied to the timeout once, shortly before the timeout would fire
+    (:data:`APPLY_BEFORE_S`), and again each time that moves it; from then on a
+    credit moves the timeout at once. A job that ends first never touches its
+    timeout, and none wakes the event loop for a credit it does not need yet.
     """
+
+    #: How long before the timeout's moment the credit so far is applied.
+    APPLY_BEFORE_S = 0.25
 
     def __init__(self, timeout: asyncio.Timeout, request_deadline: float | None) -> None:
         self._timeout = timeout
         self._loop = asyncio.get_running_loop()
         self._limit = request_deadline
+        self._lock = threading.Lock()
+        self._pending = 0.0
+        self._direct = False
+        self._handle: asyncio.TimerHandle | None = None
+        self._arm()
 
     def extend(self, seconds: float) -> None:
         """Move the timeout ``seconds`` later (from any thread)."""
+        with self._lock:
+            if not self._direct:
+                self._pending += seconds
+                return
         with contextlib.suppress(RuntimeError):  # the loop has closed: nothing waits
             self._loop.call_soon_threadsafe(self._move, seconds)
+
+    def close(self) -> None:
+        """The job is over: nothing is applied any more (on the loop's thread)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def _arm(self) -> None:
+        when = self._timeout.when()
+        if when is None or self._timeout.expired():
+            return
+        self._handle = self._loop.call_at(when - self.APPLY_BEFORE_S, self._apply)
+
+    def _apply(self) -> None:
+        self._handle = None
+        with self._lock:
+            seconds, self._pending = self._pending, 0.0
+            # Nothing credited yet: a credit from now on cannot wait for the next apply.
+            self._direct = seconds == 0.0
+        if seconds:
+            self._move(seconds)
+            self._arm()
 
     def _move(self, seconds: float) -> None:
         when = self._timeout.when()
@@ -156,11 +198,13 @@ async def run_job(job: GraderJob, *, deadline: float | None = None) -> GradeResu
             return result if result is not None else _too_late(job, started)
         try:
             async with asyncio.timeout(timeout_s) as cm:
-                token = credit_listener.set(_JobClock(cm, deadline).extend)
+                clock = _JobClock(cm, deadline)
+                token = credit_listener.set(clock.extend)
                 try:
                     graded = await job.grader.grade(job.sample, job.config)
                 finally:
                     credit_listener.reset(token)
+                    clock.close()
         except TimeoutError:
             if cut_by_request:
                 message = f"the request's deadline passed after {timeout_s:.3g} s"

@@ -176,24 +176,26 @@ class _Worker:
                 raise SandboxError(f"a checks worker sent a malformed frame: {e}") from e
             if type(frame) is not dict:
                 raise SandboxError("a checks worker sent a malformed frame")
-            if frame.get("op") == "unit":
-                outcomes.append(
-                    UnitOutcome(
-                        int(frame["line"]),
-                        str(frame["source"]),
-                        frame["outcome"],
-                        str(frame.get("error") or ""),
-                    )
-                )
+            if frame.get("op") == "units":
+                outcomes.extend(_outcomes(frame["units"]))
                 continue
             if frame.get("op") != "done" or "refused" in frame:
                 raise SandboxError(f"a checks worker answered {frame!r}")
+            outcomes.extend(_outcomes(frame.get("units_left") or []))
             return _report(frame, outcomes), not frame.get("recycle")
 
     def _killed(self, outcomes: list[UnitOutcome], why: str) -> ChecksReport:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.proc.pid, signal.SIGKILL)
         return ChecksReport(outcomes, trusted_limit=why)
+
+
+def _outcomes(units: list[dict[str, Any]]) -> list[UnitOutcome]:
+    """The units' outcomes a worker sent (its own code's data: trusted)."""
+    return [
+        UnitOutcome(int(u["line"]), str(u["source"]), u["outcome"], str(u.get("error") or ""))
+        for u in units
+    ]
 
 
 def _report(frame: dict[str, Any], outcomes: list[UnitOutcome]) -> ChecksReport:

@@ -211,10 +211,12 @@ def test_inline_and_async_jobs_keep_their_order():
     assert [r.score for r in asyncio.run(run_jobs(jobs, max_concurrency=2))] == [0.1, 0.2, 0.3]
 
 
-def test_our_own_work_moves_the_jobs_deadline_as_it_passes() -> None:
-    # A grading that waits 1.5 s on our work (a compile queue, say) under a 0.6 s
-    # job timeout: the wait is ours, so the job is not ended as an infra_timeout.
-    result = asyncio.run(run_job(job(mode="queued", timeout_s=0.6, delay_s=1.5)))
+@pytest.mark.parametrize(("timeout_s", "delay_s"), [(0.6, 1.5), (1.5, 3.6)])
+def test_our_own_work_moves_the_jobs_deadline_as_it_passes(timeout_s, delay_s) -> None:
+    # A grading that waits on our work (a compile queue, say) longer than its job's
+    # timeout: the wait is ours, so the job is not ended as an infra_timeout. The
+    # second waits past a deadline the credit so far has already moved once.
+    result = asyncio.run(run_job(job(mode="queued", timeout_s=timeout_s, delay_s=delay_s)))
     assert result.score == 0.5, result.failure
     # Outside ``ours`` the same wait is the job's, and its deadline holds.
     result = asyncio.run(run_job(job(mode="ok", timeout_s=0.6, delay_s=1.5)))
