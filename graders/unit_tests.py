@@ -929,13 +929,14 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         if plan.units == 0:
             return self.failed(FailureKind.COLLECTION_ERROR, "the tests contain no assert")
         limits = config.limits()
+        task_key = _task_key(
+            key, task.setup_code, helpers, task.entry_point, task.reference, classes
+        )
         request = {
             "op": "grade",
             "task": {
                 # Everything the plan is made of: a worker keeps plans by this key.
-                "key": _task_key(
-                    key, task.setup_code, helpers, task.entry_point, task.reference, classes
-                ),
+                "key": task_key,
                 "tests": tests,
                 "setup_code": task.setup_code,
                 "helpers": helpers,
@@ -947,9 +948,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         }
         # The worker is taken once a place is held and before the run starts: only
         # runs about to start hold one, and its start is ours, never the run's.
-        with self.pool.function_run(
-            code, limits, sorted(plan.declared), holding=self.checks.worker
-        ) as run:
+        holding = functools.partial(self.checks.worker, key=task_key)
+        with self.pool.function_run(code, limits, sorted(plan.declared), holding=holding) as run:
             checks = run.held.run(request, run.channel, run.deadline, config.trusted_limits())
         if checks.plan_error is not None:
             return self.failed(FailureKind.COLLECTION_ERROR, checks.plan_error)

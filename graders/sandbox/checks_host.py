@@ -31,6 +31,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ from arbiter.graders.sandbox._frames import (
     send_frame,
 )
 from arbiter.graders.sandbox.checks import UnitOutcome
+from arbiter.graders.sandbox.checks_server import MAX_PLANS as PLANS_KEPT
 from arbiter.graders.sandbox.clock import RunDeadline
 from arbiter.graders.sandbox.errors import SandboxError
 from arbiter.graders.sandbox.lanes import RANK_EVERY_S, cpu_time_s
@@ -103,6 +105,15 @@ class _Worker:
         )
         self.reader = FrameReader(self.ctrl, max_bytes=CONTROL_MAX_BYTES)
         self.ready = False
+        #: The task keys this worker has planned, newest last (as its own cache keeps them).
+        self.planned: OrderedDict[str, None] = OrderedDict()
+
+    def remember(self, key: str) -> None:
+        """Note that this worker holds the plan of ``key`` now."""
+        self.planned[key] = None
+        self.planned.move_to_end(key)
+        while len(self.planned) > PLANS_KEPT:
+            self.planned.popitem(last=False)
 
     def wait_ready(self) -> None:
         try:
@@ -254,10 +265,15 @@ class ChecksHost:
             self._all.discard(worker)
 
     @contextlib.contextmanager
-    def worker(self, timeout_s: float = 60.0) -> Iterator[_Checks]:
-        """Take a worker for one grading (before the run starts), and give it back after."""
+    def worker(self, timeout_s: float = 60.0, key: str | None = None) -> Iterator[_Checks]:
+        """Take a worker for one grading (before the run starts), and give it back after.
+
+        With the task's ``key``, an idle worker that has planned the task already is
+        taken first: a task is planned once per worker, and a GRPO group's responses
+        then cost the tests' run alone.
+        """
         with ours():  # waiting for a worker, or for one to start, is ours
-            worker = self._take(timeout_s)
+            worker = self._take(timeout_s, key)
         checks = _Checks(worker)
         try:
             yield checks
@@ -267,12 +283,23 @@ class ChecksHost:
             else:
                 self._forget(worker)
 
-    def _take(self, timeout_s: float) -> _Worker:
+    def _idle_worker(self, key: str | None) -> _Worker | None:
+        """An idle worker, one that planned ``key`` if any did, else the last given back."""
+        with self._idle.mutex:
+            idle = self._idle.queue
+            if not idle:
+                return None
+            at = len(idle) - 1
+            if key is not None:
+                at = next((i for i in range(at, -1, -1) if key in idle[i].planned), at)
+            worker = idle[at]
+            del idle[at]
+            self._idle.not_full.notify()
+            return worker
+
+    def _take(self, timeout_s: float, key: str | None = None) -> _Worker:
         while True:
-            try:
-                worker = self._idle.get_nowait()
-            except queue.Empty:
-                worker = None
+            worker = self._idle_worker(key)
             if worker is None:
                 with self._lock:
                     fresh = self._spawn() if self._count < self.max_workers else None
@@ -331,4 +358,5 @@ class _Checks:
         except SandboxError:
             self.reusable = False
             raise
+        self._worker.remember(str(request["task"]["key"]))
         return report
