@@ -683,6 +683,8 @@ def test_defines_answers_for_any_code(args):
 @fuzz_settings()
 @given(TARGETS["rust.declared"].strategy)
 @example("fn f(x: " + "&" * 3_000 + "i32) {")
+@example("fn " * 10_000)  # each header read to the end: 18 s (bench.fuzz_readers)
+@example("fn f() ; " * 5_000 + "fn g() {")
 def test_declared_reads_any_prompt_or_refuses_the_task(args):
     TARGETS["rust.declared"].check(args)
 
