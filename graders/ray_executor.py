@@ -295,23 +295,28 @@ class RayExecutor(GradingExecutor):
             if not self._started:
                 self._start()
 
+    @staticmethod
+    def _actor_env() -> dict[str, str]:
+        """What every actor's environment gets from the driver's."""
+        pythonpath = os.pathsep.join(
+            p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
+        )
+        # Where a node fetches a repository snapshot it lacks, by id, once (see
+        # graders.repository.snapshots): the driver's setting reaches every actor.
+        passed = {
+            name: os.environ[name]
+            for name in ("ARBITER_REPOSITORY_SOURCE", "ARBITER_REPOSITORY_SOURCE_KEY")
+            if os.environ.get(name)
+        }
+        return {"PYTHONPATH": pythonpath, **passed}
+
     def _start(self) -> None:
         if not ray.is_initialized():
-            pythonpath = os.pathsep.join(
-                p for p in (_PROJECT_ROOT, os.environ.get("PYTHONPATH", "")) if p
-            )
-            # Where a node fetches a repository snapshot it lacks, by id, once (see
-            # graders.repository.snapshots): the driver's setting reaches every actor.
-            passed = {
-                name: os.environ[name]
-                for name in ("ARBITER_REPOSITORY_SOURCE", "ARBITER_REPOSITORY_SOURCE_KEY")
-                if os.environ.get(name)
-            }
             ray.init(
                 address=self.address,
                 namespace="arbiter",
                 log_to_driver=False,
-                runtime_env={"env_vars": {"PYTHONPATH": pythonpath, **passed}},
+                runtime_env={"env_vars": self._actor_env()},
             )
         if self._resources is not None:
             wanted = self._resources
@@ -331,6 +336,9 @@ class RayExecutor(GradingExecutor):
             # A dead actor is replaced by this executor, not restarted by Ray: a
             # restart would retry calls the executor already counts as lost.
             "max_restarts": 0,
+            # Each actor's own, not only the job's: another part of this process
+            # (reward-model replicas) may have connected first, without them.
+            "runtime_env": {"env_vars": self._actor_env()},
         }
         if extra:
             options["resources"] = dict(extra)

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import http.server
 import json
 import os
+import shutil
 import sys
+import tempfile
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -24,9 +29,11 @@ from ray.cluster_utils import Cluster
 from arbiter.graders.executor import RemoteGrader, tenant
 from arbiter.graders.ray_executor import RayExecutor
 from arbiter.graders.registry import default_registry
+from arbiter.graders.repository.snapshots import SnapshotStore
 from arbiter.graders.types import Sample, TaskSpec
 from arbiter.graders.unit_tests import UnitTestsConfig
 from bench.serve import free_port, wait_ready
+from tests.graders.repository.conftest import BugTask, _bug_task
 
 TESTS = "assert f(2) == 4\nassert f(3) == 9\n"
 TASK = TaskSpec(kind="python_function", tests=TESTS, entry_point="f")
@@ -81,6 +88,80 @@ async def same_as_local(executor: RayExecutor) -> dict[str, Any]:
     finally:
         registry.close()
     return out
+
+
+class RepositorySource:
+    """A snapshot the nodes lack, served by id over HTTP as a service serves it; fetches counted.
+
+    Made before the cluster starts: its nodes (raylets, and the actors they start)
+    keep their snapshots in an empty store of their own (``ARBITER_REPOSITORY_STORE``).
+    The driver's ``ARBITER_REPOSITORY_SOURCE`` is set after the nodes started, so it
+    reaches the actors through the executor alone, after the reward-model stage has
+    connected this process to the cluster without it.
+    """
+
+    def __init__(self) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="arbiter-ray-repository-"))
+        self.source = SnapshotStore(self.root / "source")
+        self.bug: BugTask = _bug_task(self.source, self.root, hidden=True)
+        self.fetches: list[str] = []
+        source = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                parts = self.path.strip("/").split("/")
+                if len(parts) != 4 or parts[:2] != ["v1", "repositories"] or parts[3] != "tarball":
+                    self.send_error(404)
+                    return
+                source.fetches.append(parts[2])
+                body = source.source.tarball(parts[2])
+                self.send_response(200)
+                self.send_header("Content-Type", "application/gzip")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        # The nodes' own setting: their raylets, started after this, inherit it.
+        self.nodes = SnapshotStore(self.root / "nodes")
+        os.environ["ARBITER_REPOSITORY_STORE"] = str(self.nodes.root)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def to_the_driver(self) -> None:
+        """The driver's setting, made once the nodes run: only the executor can pass it on."""
+        os.environ["ARBITER_REPOSITORY_SOURCE"] = self.url
+
+    def close(self) -> None:
+        self.server.shutdown()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+async def repository_by_id(executor: RayExecutor, repo: RepositorySource) -> dict[str, Any]:
+    """A repository task by snapshot id on the cluster: fetched once, then kept."""
+    config = UnitTestsConfig()
+    gold, task = repo.bug.gold, repo.bug.task
+
+    def patch(name: str, response: str) -> Sample:
+        return Sample(id=name, response=response, task=task)
+
+    first = await executor.grade("unit_tests", patch("first", gold), config)
+    fetched_first = len(repo.fetches)
+    batch = [patch(f"r{i}", gold) for i in range(3)] + [patch("unpatched", "")]
+    results = await asyncio.gather(*(executor.grade("unit_tests", s, config) for s in batch))
+    return {
+        "snapshot": task.repository,
+        "first": summary(first),
+        "fetches_after_first": fetched_first,
+        "scores": [r.score for r in results],
+        "failure_kinds": [r.details.get("failure_kind") for r in results],
+        "fetched": list(repo.fetches),
+        "stored": repo.nodes.ids(),
+        "source_has_it": task.repository in repo.source.ids(),
+    }
 
 
 async def batch_with_fault(executor: RayExecutor, fault: Any, size: int) -> dict[str, Any]:
@@ -314,6 +395,7 @@ def reward_model_replicas(address: str) -> dict[str, Any]:
 
 
 def main() -> None:
+    repo = RepositorySource()
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
@@ -353,6 +435,7 @@ def main() -> None:
         lap("cluster")
         result["reward_model"] = reward_model_replicas(cluster.address)
         lap("reward_model")
+        repo.to_the_driver()
         executor.start()
         result["actor_nodes"] = sorted({node for _, node in executor.actors()})
         loop = asyncio.new_event_loop()
@@ -361,6 +444,8 @@ def main() -> None:
         result["same"] = run(same_as_local(executor))
         lap("same")
         result["by_node_after_same"] = dict(executor.stats()["by_node"])
+        result["repository"] = run(repository_by_id(executor, repo))
+        lap("repository")
         result["raised"] = run(raised_and_abandoned(executor))
         lap("raised")
 
@@ -401,6 +486,7 @@ def main() -> None:
         executor.close()
         ray.shutdown()
         cluster.shutdown()
+        repo.close()
     print(json.dumps(result, default=str))
     sys.stdout.flush()
 

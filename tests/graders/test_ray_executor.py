@@ -67,6 +67,21 @@ def test_results_are_those_of_the_local_graders(scenario: dict[str, Any]) -> Non
     assert same["bandit/insecure"]["ray"][1] < 1.0
 
 
+def test_a_node_fetches_a_repository_snapshot_by_id_once_and_keeps_it(
+    scenario: dict[str, Any],
+) -> None:
+    # The nodes start with an empty snapshot store; the driver's
+    # ARBITER_REPOSITORY_SOURCE reaches the actors, which fetch the snapshot by id
+    # from it once, check it against its id and keep it for every later grading.
+    repo = scenario["repository"]
+    assert repo["first"][1] == 1.0, repo
+    assert repo["fetches_after_first"] == 1
+    assert repo["scores"] == [1.0, 1.0, 1.0, 0.0], repo
+    assert repo["failure_kinds"][-1] == "empty_patch"
+    assert repo["fetched"] == [repo["snapshot"]]
+    assert repo["stored"] == [repo["snapshot"]] and repo["source_has_it"]
+
+
 def test_a_grader_that_raises_on_an_actor_raises_here_alone_or_in_a_batch(
     scenario: dict[str, Any],
 ) -> None:
