@@ -64,6 +64,17 @@ class MalformedProgram(ValueError):
     """
 
 
+def _not_unicode(text: str) -> str | None:
+    """Why ``text`` cannot be written to a file as UTF-8 (where and what), or None if it can."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        line = text.count("\n", 0, e.start) + 1
+        bad = text[e.start : e.end].encode("utf-8", "backslashreplace").decode()
+        return f"{e.reason} at line {line} ({bad})"
+    return None
+
+
 def source_text(code: str) -> str:
     r"""Return ``code`` when it can be written to a source file as UTF-8.
 
@@ -71,14 +82,9 @@ def source_text(code: str) -> str:
         MalformedProgram: ``code`` holds a lone surrogate (JSON's ``"\ud800"`` decodes
             to one), which no file holds: writing the build would fail on our side.
     """
-    try:
-        code.encode("utf-8")
-    except UnicodeEncodeError as e:
-        line = code.count("\n", 0, e.start) + 1
-        raise MalformedProgram(
-            f"the code is not valid Unicode text: {e.reason} at line {line} "
-            f"({code[e.start : e.end].encode('utf-8', 'backslashreplace').decode()})"
-        ) from e
+    why = _not_unicode(code)
+    if why is not None:
+        raise MalformedProgram(f"the code is not valid Unicode text: {why}")
     return code
 
 
@@ -91,13 +97,9 @@ def task_text(*texts: str) -> None:
             prompt is not blamed for it.
     """
     for text in texts:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError as e:
-            line = text.count("\n", 0, e.start) + 1
-            raise UnsupportedTask(
-                f"the task's text is not valid Unicode: {e.reason} at line {line}"
-            ) from e
+        why = _not_unicode(text)
+        if why is not None:
+            raise UnsupportedTask(f"the task's text is not valid Unicode: {why}")
 
 
 @dataclass(frozen=True, slots=True)
