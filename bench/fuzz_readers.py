@@ -4,7 +4,8 @@
 :mod:`tests.graders.reader_fuzz` (the strategies the tests use, one copy) with ``N``
 generated examples (10,000 by default) and prints, per reader, the examples run, the
 uncaught exceptions (an exception the reader's module does not document, which the
-grader would report as a crash of ours), and the slowest example. Nothing is shrunk: every
+grader would report as a crash of ours), and the slowest example's CPU time (the example
+itself too when it took over :data:`SLOW_S`: a quadratic reader). Nothing is shrunk: every
 example runs, so the count is the count. The first example of each kind of escape is
 printed, shortened, for a regression ``@example``.
 """
@@ -30,8 +31,16 @@ class Tally:
     examples: int = 0
     uncaught: int = 0
     slowest_s: float = 0.0
+    #: The slowest example, shortened (a quadratic reader shows here first).
+    slowest: str = ""
     kinds: collections.Counter[str] = field(default_factory=collections.Counter)
     first: dict[str, str] = field(default_factory=dict)
+
+
+def _shortened(example: object) -> str:
+    """``repr`` of an example: its first 200 characters and its length."""
+    text = repr(example)
+    return text if len(text) <= 200 else f"{text[:200]}... ({len(text):,} characters)"
 
 
 def run(target: Target, examples: int) -> Tally:
@@ -58,10 +67,17 @@ def run(target: Target, examples: int) -> Tally:
             tally.kinds[kind] += 1
             tally.first.setdefault(kind, repr(example)[:300])
         finally:
-            tally.slowest_s = max(tally.slowest_s, time.process_time() - start)
+            spent = time.process_time() - start
+            if spent > tally.slowest_s:
+                tally.slowest_s = spent
+                tally.slowest = _shortened(example)
 
     probe()
     return tally
+
+
+#: An example slower than this is printed with its reader.
+SLOW_S = 0.5
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{tally.slowest_s * 1000:>8.1f}ms {spent:>8.1f}s",
             flush=True,
         )
+        if tally.slowest_s >= SLOW_S:
+            print(f"    slowest: {tally.slowest}", flush=True)
         for kind, count in tally.kinds.most_common():
             print(f"    {count} x {kind}: first {tally.first[kind]}", flush=True)
     print(f"{len(chosen)} readers, {escaped} uncaught exceptions")
