@@ -44,6 +44,7 @@ import hashlib
 import itertools
 import math
 import re
+import socket
 import threading
 import time
 import warnings
@@ -87,6 +88,7 @@ from arbiter.graders.sandbox import (
     require_layers,
 )
 from arbiter.graders.sandbox.checks_host import ChecksHost, ChecksReport, TrustedLimits
+from arbiter.graders.sandbox.clock import RunDeadline
 from arbiter.graders.sandbox.pool import DEFAULT_LONG_AFTER_S, DEFAULT_WALL_FACTOR, REPORT_GRACE_S
 from arbiter.graders.sandbox.suite_host import SuiteHost
 from arbiter.graders.sandbox.suites import (
@@ -949,8 +951,15 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         # The worker is taken once a place is held and before the run starts: only
         # runs about to start hold one, and its start is ours, never the run's.
         holding = functools.partial(self.checks.worker, key=task_key)
-        with self.pool.function_run(code, limits, sorted(plan.declared), holding=holding) as run:
-            checks = run.held.run(request, run.channel, run.deadline, config.trusted_limits())
+        trusted = config.trusted_limits()
+
+        def start(held: Any, channel: socket.socket, deadline: RunDeadline) -> None:
+            held.start(request, channel, deadline, trusted)
+
+        with self.pool.function_run(
+            code, limits, sorted(plan.declared), holding=holding, start=start
+        ) as run:
+            checks = run.held.result()
         if checks.plan_error is not None:
             return self.failed(FailureKind.COLLECTION_ERROR, checks.plan_error)
         return self._function_result(code, plan, checks, run.report, config)

@@ -147,20 +147,26 @@ class _Worker:
         self.ctrl.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
-    def grade(
+    def send(
         self,
         request: dict[str, Any],
         channel: socket.socket,
         deadline: RunDeadline,
         limits: TrustedLimits,
-    ) -> tuple[ChecksReport, bool]:
-        """Run one grading; return its report and whether this worker may grade again."""
+    ) -> float:
+        """Hand the worker one grading; return its CPU time before it (see :meth:`collect`)."""
         start_cpu = cpu_time_s(self.proc.pid)
         message = {**request, "cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb}
         try:
             send_frame(self.ctrl, message, [channel.fileno(), deadline.fd()])
         except OSError as e:
             raise SandboxError(f"a checks worker could not be reached: {e}") from e
+        return start_cpu
+
+    def collect(
+        self, start_cpu: float, deadline: RunDeadline, limits: TrustedLimits
+    ) -> tuple[ChecksReport, bool]:
+        """Wait for the grading sent; return its report and whether this worker may grade again."""
         outcomes: list[UnitOutcome] = []
         while True:
             deadline.refresh()
@@ -278,6 +284,7 @@ class ChecksHost:
         try:
             yield checks
         finally:
+            checks.abandon()
             if checks.reusable and worker.alive and not self._closed:
                 self._idle.put(worker)
             else:
@@ -340,6 +347,52 @@ class _Checks:
     def __init__(self, worker: _Worker) -> None:
         self._worker = worker
         self.reusable = True
+        #: The grading handed to the worker and not yet collected.
+        self._sent: tuple[str, float, RunDeadline, TrustedLimits] | None = None
+
+    def start(
+        self,
+        request: dict[str, Any],
+        channel: socket.socket,
+        deadline: RunDeadline,
+        limits: TrustedLimits,
+    ) -> None:
+        """Hand the worker the task and the run's channel, before the run's child starts.
+
+        The worker decodes the request and finds (or makes) the task's plan while
+        the child is forked and loads the candidate's module; the first thing it
+        does on the channel is read the child's load report, so it never speaks
+        before the run has its code. Collect the report with :meth:`result`.
+
+        Raises:
+            SandboxError: the worker could not be reached (ours; the grading is retried).
+        """
+        if self._sent is not None:
+            raise RuntimeError("a checks worker grades one run at a time")
+        try:
+            start_cpu = self._worker.send(request, channel, deadline, limits)
+        except SandboxError:
+            self.reusable = False
+            raise
+        self._sent = (str(request["task"]["key"]), start_cpu, deadline, limits)
+
+    def result(self) -> ChecksReport:
+        """Wait for the report of the grading :meth:`start` handed over.
+
+        Raises:
+            SandboxError: the worker failed (ours; the grading is retried).
+        """
+        if self._sent is None:
+            raise RuntimeError("no grading was handed to this checks worker")
+        key, start_cpu, deadline, limits = self._sent
+        self._sent = None
+        try:
+            report, self.reusable = self._worker.collect(start_cpu, deadline, limits)
+        except SandboxError:
+            self.reusable = False
+            raise
+        self._worker.remember(key)
+        return report
 
     def run(
         self,
@@ -348,15 +401,16 @@ class _Checks:
         deadline: RunDeadline,
         limits: TrustedLimits,
     ) -> ChecksReport:
-        """Grade the candidate behind ``channel`` with the task in ``request``.
+        """Grade the candidate behind ``channel`` with the task in ``request``: start, then result.
 
         Raises:
             SandboxError: the worker failed (ours; the grading is retried).
         """
-        try:
-            report, self.reusable = self._worker.grade(request, channel, deadline, limits)
-        except SandboxError:
+        self.start(request, channel, deadline, limits)
+        return self.result()
+
+    def abandon(self) -> None:
+        """Give up a grading started and never collected: the worker is mid-grading, not reused."""
+        if self._sent is not None:
+            self._sent = None
             self.reusable = False
-            raise
-        self._worker.remember(str(request["task"]["key"]))
-        return report

@@ -1037,6 +1037,7 @@ class SandboxPool:
         declared: list[str] | None = None,
         *,
         holding: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+        start: Callable[[Any, socket.socket, RunDeadline], None] | None = None,
     ) -> Iterator[FunctionRun]:
         """Load ``code`` in a confined child and yield a channel to it.
 
@@ -1047,9 +1048,15 @@ class SandboxPool:
         ``holding`` is entered once a place is held and before the run starts
         (what the run's trusted side needs, a checks worker: taken only by runs
         about to start, and never on the run's clock), and left after it ends;
-        what it gives is the run's ``held``.
+        what it gives is the run's ``held``. ``start(held, channel, deadline)`` is
+        called once the run's channel and deadline exist and before its child is
+        asked for (the checks worker gets its task then, and is ready by the time
+        the child has loaded the candidate's module); it must not write to the
+        channel before the child's load report (the child's first frame is its code).
         """
-        with self._channel_run("function", code, declared or [], None, limits, holding) as run:
+        with self._channel_run(
+            "function", code, declared or [], None, limits, holding, start
+        ) as run:
             yield run
 
     @contextlib.contextmanager
@@ -1061,6 +1068,7 @@ class SandboxPool:
         program: dict[str, Any] | None,
         limits: Limits,
         holding: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+        start: Callable[[Any, socket.socket, RunDeadline], None] | None = None,
     ) -> Iterator[FunctionRun]:
         """A run the trusted side talks to on its channel (a module's calls, a program's)."""
         with (
@@ -1070,6 +1078,8 @@ class SandboxPool:
             files = _RunFiles(b"")
             deadline = _deadline(limits)
             try:
+                if start is not None:
+                    start(held, files.ours, deadline)
                 request = {"op": "run", "mode": mode, "limits": limits.message()}
                 seq = slot.begin(request, files, deadline)
                 try:

@@ -1,10 +1,15 @@
-"""The checks workers' host: which idle worker a grading takes."""
+"""The checks workers' host: which idle worker a grading takes, and when it is handed its task."""
 
 from __future__ import annotations
 
+import socket
+import time
+
 import pytest
 
-from arbiter.graders.sandbox.checks_host import ChecksHost
+from arbiter.graders.sandbox._frames import send_frame
+from arbiter.graders.sandbox.checks_host import ChecksHost, TrustedLimits
+from arbiter.graders.sandbox.clock import RunDeadline
 from tests.strictness import unavailable
 
 
@@ -38,3 +43,45 @@ def test_a_worker_forgets_plans_as_its_own_cache_does(host: ChecksHost) -> None:
     assert len(worker.planned) == MAX_PLANS
     assert "task-0" not in worker.planned and f"task-{MAX_PLANS + 2}" in worker.planned
     host._idle.put(worker)
+
+
+def _task(key: str) -> dict[str, object]:
+    return {
+        "op": "grade",
+        "task": {"key": key, "tests": "assert f(1) == 1\n", "entry_point": "f"},
+        "max_bytes": 1 << 20,
+    }
+
+
+def test_a_grading_handed_over_and_never_collected_retires_its_worker(host: ChecksHost) -> None:
+    # The run's child never came (its slot failed after the worker had the task):
+    # the worker is mid-grading, and must not take the next run's task.
+    ours, theirs = socket.socketpair()
+    deadline = RunDeadline(time.monotonic(), 5.0)
+    with host.worker(5.0) as checks:
+        taken = checks._worker
+        checks.start(_task("abandoned"), ours, deadline, TrustedLimits())
+    theirs.close()
+    ours.close()
+    deadline.close()
+    assert taken not in host._all and not taken.alive
+
+
+def test_a_grading_handed_over_before_the_child_answers_is_collected_whole(
+    host: ChecksHost,
+) -> None:
+    # The worker has the task before the child has loaded; it waits for the load
+    # report on the channel, then runs the tests against what the child answers.
+    ours, theirs = socket.socketpair()
+    deadline = RunDeadline(time.monotonic(), 5.0)
+    with host.worker(5.0) as checks:
+        checks.start(_task("early"), ours, deadline, TrustedLimits())
+        send_frame(theirs, {"ready": False, "type": "NameError", "message": "no f"})
+        report = checks.result()
+        taken = checks._worker
+    theirs.close()
+    ours.close()
+    deadline.close()
+    assert report.load_error == ("load_error", "NameError: no f")
+    assert report.units == 1
+    assert taken in host._all and "early" in taken.planned
