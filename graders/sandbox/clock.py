@@ -74,6 +74,11 @@ class RunDeadline:
     LEAD_S = 0.5
     #: Otherwise a push is made once the deadline has moved this much.
     PUSH_STEP_S = 0.05
+    #: The template is told nothing while its backstop is further away than this: a
+    #: push wakes it (and costs a frame), and most runs end long before. Refreshes
+    #: come every tenth of a second (the pool's timers, the checks worker's reader),
+    #: so a backstop this near is pushed many times over before it passes.
+    PUSH_WITHIN_S = 2.0
 
     def __init__(self, started: float, backstop_s: float, max_credit_s: float = math.inf) -> None:
         self.started = started
@@ -167,7 +172,12 @@ class RunDeadline:
         )
         target = at + self.LEAD_S if working else at
         step = 0.0 if working else self.PUSH_STEP_S
-        if self.pusher is not None and target > self._pushed and target - self._pushed >= step:
+        if (
+            self.pusher is not None
+            and target > self._pushed
+            and target - self._pushed >= step
+            and self._pushed - now <= self.PUSH_WITHIN_S
+        ):
             self._pushed = target
             self.pusher(target - self.started)
 
