@@ -157,10 +157,10 @@ class OpenRLHFAdapter:
                 peer) and a sample abstained (code ``reward_abstained``).
         """
         batch = answer.batch
-        graded: Iterable[tuple[float | None, dict[str, float | None]]] = ()
+        graded: Iterable[tuple[float | None, str | None, dict[str, float | None]]] = ()
         if batch is not None and batch.rewards is not None:
             graded = (
-                (r.reward, {name: c.score for name, c in r.components.items()})
+                (r.reward, r.abstained_by, {name: c.score for name, c in r.components.items()})
                 for r in batch.rewards
             )
         elif batch is not None:
@@ -168,13 +168,16 @@ class OpenRLHFAdapter:
         rows = iter(graded)
         n = len(answer.prompts)
         values: list[float | None] = []
+        owners: list[str | None] = []
         scores: list[dict[str, float | None]] = []
         for i in range(n):
-            value, row = (None, {}) if i in answer.unsplit else next(rows)
+            # An unsplittable query is the request's: no verdict on the candidate.
+            value, owner, row = (None, "request", {}) if i in answer.unsplit else next(rows)
             values.append(value)
+            owners.append(owner)
             scores.append(row)
         groups = [_group(p) for p in answer.prompts]
-        filled = fill_abstained(values, groups, answer.policy)
+        filled = fill_abstained(values, groups, answer.policy, owners)
         refused = [i for i, v in enumerate(filled) if isinstance(v, AbstainedError)]
         if refused:
             first = refused[0]
@@ -191,6 +194,10 @@ class OpenRLHFAdapter:
         rewards = [v for v in filled if isinstance(v, float)]
         logs: dict[str, list[float]] = {
             "abstained": [float(v is None) for v in values],
+            # Abstentions that were the candidate's own failure (filled with 0.0).
+            "abstained_candidate": [
+                float(v is None and o == "candidate") for v, o in zip(values, owners, strict=True)
+            ],
             "truncated_prompt": answer.truncated,
             "unsplittable": [float(i in answer.unsplit) for i in range(n)],
         }
@@ -209,10 +216,12 @@ def _group(prompt: str) -> str:
     return hashlib.sha256(prompt.encode()).hexdigest()[:24]
 
 
-def _logged_row(record: dict[str, Any]) -> tuple[float | None, dict[str, float | None]]:
-    """Return a logged reward record's value and component scores."""
+def _logged_row(
+    record: dict[str, Any],
+) -> tuple[float | None, str | None, dict[str, float | None]]:
+    """Return a logged reward record's value, whose doing its abstention was, and its scores."""
     scores = {name: c["score"] for name, c in record["components"].items()}
-    return record["reward"], scores
+    return record["reward"], record.get("abstained_by"), scores
 
 
 def _sample(i: int, prompt: str, response: str, label: Any) -> Sample:

@@ -128,9 +128,18 @@ def split_query(query: str, prompt: str) -> tuple[str, bool]:
 
 
 def fill_abstained(
-    values: Sequence[float | None], groups: Sequence[str | None], policy: AbstainPolicy
+    values: Sequence[float | None],
+    groups: Sequence[str | None],
+    policy: AbstainPolicy,
+    owners: Sequence[str | None] | None = None,
 ) -> list[float | AbstainedError]:
     """Replace each abstained (``None``) reward by the policy's fallback.
+
+    ``owners`` says whose doing each abstention is (a reward's ``abstained_by``).
+    One that is the candidate's (a rubric left its own timeout or compile error
+    unscored) is filled with 0.0 under ``zero`` and ``group_mean`` alike: its
+    group's mean would pay a candidate for failing as much as for an average
+    answer.
 
     Returns one value per sample, or, for a sample the policy cannot fill (any
     abstention under ``raise``; under ``group_mean`` one whose group has no
@@ -140,7 +149,9 @@ def fill_abstained(
     for i, value in enumerate(values):
         if value is not None:
             out.append(float(value))
-        elif policy == "zero":
+        elif policy == "zero" or (
+            policy == "group_mean" and owners is not None and owners[i] == "candidate"
+        ):
             out.append(0.0)
         elif policy == "raise":
             out.append(

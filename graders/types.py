@@ -21,12 +21,15 @@ from pydantic import (
 )
 
 __all__ = [
+    "CANDIDATE_FAILURES",
     "INFRASTRUCTURE_FAILURES",
     "LANGUAGES",
+    "REQUEST_FAILURES",
     "TASK_FAILURES",
     "AnswerTask",
     "Failure",
     "FailureKind",
+    "FailureOwner",
     "GradeResult",
     "IOCase",
     "InstructionsTask",
@@ -41,6 +44,7 @@ __all__ = [
     "ToolCall",
     "Violation",
     "ViolationType",
+    "failure_owner",
     "program_language",
 ]
 
@@ -112,6 +116,46 @@ INFRASTRUCTURE_FAILURES = frozenset(
 #: Failures that are the task's: the reward abstains whatever ``on_missing`` says
 #: (a bad gold must neither pay nor cost the candidate), and no retry can help.
 TASK_FAILURES = frozenset({FailureKind.INVALID_TASK})
+
+#: Failures the candidate's own output caused: its code loops, runs out of memory,
+#: floods its output, does not parse or compile, or its patch does not apply. A
+#: rubric may leave them unscored (``fail_as_zero: false``), and the reward then
+#: abstains, but a trainer's fill never pays such an abstention the group's mean
+#: (:func:`arbiter.rows.fill_abstained`): failing would be worth an average answer.
+CANDIDATE_FAILURES = frozenset(
+    {
+        FailureKind.TIMEOUT,
+        FailureKind.SYNTAX_ERROR,
+        FailureKind.UNANALYSABLE,
+        FailureKind.NO_CODE,
+        FailureKind.COMPILE_ERROR,
+        FailureKind.COMPILE_TIMEOUT,
+        FailureKind.MEMORY_LIMIT,
+        FailureKind.OUTPUT_LIMIT,
+        FailureKind.PATCH_DOES_NOT_APPLY,
+        FailureKind.PATCH_REFUSED,
+    }
+)
+
+#: Who a failure is owed to: ``ours`` (infrastructure, retried), ``task`` (its tests
+#: or gold cannot grade anyone), ``candidate`` (its own output), ``request`` (the
+#: sample lacks what the grader needs, or the grader does not apply to it).
+FailureOwner = Literal["ours", "task", "candidate", "request"]
+
+#: Failures the request's own shape caused: neither the candidate's doing nor ours.
+REQUEST_FAILURES = frozenset({FailureKind.MISSING_INPUT, FailureKind.NOT_APPLICABLE})
+
+
+def failure_owner(kind: FailureKind) -> FailureOwner:
+    """Return who a failure of ``kind`` is owed to (every kind has exactly one owner)."""
+    if kind in INFRASTRUCTURE_FAILURES:
+        return "ours"
+    if kind in CANDIDATE_FAILURES:
+        return "candidate"
+    if kind in REQUEST_FAILURES:
+        return "request"
+    # The task's tests do not collect, or its gold does not parse.
+    return "task"
 
 
 class ViolationType(StrEnum):

@@ -35,10 +35,17 @@ from arbiter.graders.types import (
     FailureKind,
     GradeResult,
     ViolationType,
+    failure_owner,
 )
 from arbiter.groups import group_zscores
 from arbiter.rubrics.formula import FormulaEvalError
-from arbiter.rubrics.reward import AppliedGate, AppliedPenalty, ComponentOutcome, Reward
+from arbiter.rubrics.reward import (
+    AbstainOwner,
+    AppliedGate,
+    AppliedPenalty,
+    ComponentOutcome,
+    Reward,
+)
 from arbiter.rubrics.rubric import Rubric
 
 __all__ = ["compose", "group_key", "normalize_rewards", "normalize_values"]
@@ -74,13 +81,15 @@ def compose(
     }
     graders = {o.grader: o.grader_version for o in outcomes.values()}
     penalties = _penalties(rubric, results)
-    value, reason, gates, flags = _value(rubric, results, penalties)
+    value, abstention, gates, flags = _value(rubric, results, penalties)
+    reason, by = abstention if abstention is not None else (None, None)
     return Reward(
         id=sample_id,
         group_id=group_id,
         reward=value,
         raw_reward=value,
         abstain_reason=reason,
+        abstained_by=by,
         components=outcomes,
         penalties=tuple(penalties),
         gates=tuple(gates),
@@ -92,7 +101,8 @@ def compose(
 
 def _value(
     rubric: Rubric, results: Mapping[str, GradeResult], penalties: list[AppliedPenalty]
-) -> tuple[float | None, str | None, list[AppliedGate], list[str]]:
+) -> tuple[float | None, tuple[str, AbstainOwner] | None, list[AppliedGate], list[str]]:
+    """Return the reward's value, or why it abstains and whose doing that is; gates; flags."""
     spec = rubric.spec
     env: dict[str, float] = {}
     missing: list[str] = []
@@ -116,6 +126,13 @@ def _value(
         flags.append("not_applicable_left_out")
         missing = [n for n in missing if n not in skipped]
 
+    def owner(names: list[str]) -> AbstainOwner:
+        """Whose doing the missing scores are: the candidate's if any one is its own."""
+        failures = [results[n].failure for n in names]
+        owners = {failure_owner(f.kind) if f is not None else "request" for f in failures}
+        ranked: tuple[AbstainOwner, ...] = ("candidate", "task", "ours")
+        return next((who for who in ranked if who in owners), "request")
+
     def why(names: list[str]) -> str:
         parts = []
         for name in names:
@@ -132,7 +149,7 @@ def _value(
         ]
         if ours:
             # Not the candidate's doing: neither renormalized away nor read as zero.
-            return None, f"infrastructure failure: {why(ours)}", [], flags
+            return None, (f"infrastructure failure: {why(ours)}", "ours"), [], flags
         tasks = [
             n
             for n in missing
@@ -140,12 +157,13 @@ def _value(
         ]
         if tasks:
             # The task's fault (a gold that does not parse): no verdict on the candidate.
-            return None, f"invalid task: {why(tasks)}", [], flags
+            return None, (f"invalid task: {why(tasks)}", "task"), [], flags
         required_missing = [n for n in missing if rubric.components[n].required]
         if required_missing:
-            return None, f"required component without a score: {why(required_missing)}", [], flags
+            reason = f"required component without a score: {why(required_missing)}"
+            return None, (reason, owner(required_missing)), [], flags
         if spec.on_missing == "abstain":
-            return None, f"component without a score: {why(missing)}", [], flags
+            return None, (f"component without a score: {why(missing)}", owner(missing)), [], flags
         if spec.on_missing == "zero":
             flags.append("missing_read_as_zero")
             env.update(dict.fromkeys(missing, 0.0))
@@ -154,7 +172,8 @@ def _value(
         weights = rubric.weights
         present = sum(weights[name] for name in env)
         if present <= 0:
-            return None, f"no weighted component has a score: {why(missing + skipped)}", [], flags
+            reason = f"no weighted component has a score: {why(missing + skipped)}"
+            return None, (reason, owner(missing + skipped)), [], flags
         value = math.fsum(weights[name] * score for name, score in env.items())
         if (missing and spec.on_missing == "renormalize") or skipped:
             flags.append("renormalized")
@@ -163,7 +182,7 @@ def _value(
         try:
             value = rubric.formula.evaluate(env)
         except FormulaEvalError as e:
-            return None, f"combine formula has no value: {e}", [], flags
+            return None, (f"combine formula has no value: {e}", "rubric"), [], flags
 
     applied: list[AppliedGate] = []
     for gate in rubric.gates:

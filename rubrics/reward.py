@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 from arbiter.graders.types import GradeResult, ViolationType
 from arbiter.rubrics.rubric import RubricIdentity
 
-__all__ = ["AppliedGate", "AppliedPenalty", "ComponentOutcome", "Reward"]
+__all__ = ["AbstainOwner", "AppliedGate", "AppliedPenalty", "ComponentOutcome", "Reward"]
+
+#: Whose doing a reward's abstention is (see :attr:`Reward.abstained_by`).
+AbstainOwner = Literal["ours", "task", "candidate", "request", "rubric"]
 
 
 class ComponentOutcome(GradeResult):
@@ -71,9 +76,11 @@ class Reward(BaseModel):
     """The reward for one sample.
 
     ``reward`` is ``None`` when the rubric abstains (``abstain_reason`` says
-    why): a trainer should drop the sample, not read it as zero. After group
-    normalization ``reward`` holds the normalized value and ``raw_reward`` the
-    value before it.
+    why, ``abstained_by`` whose doing it is): a trainer should drop the sample,
+    not read it as zero, unless ``abstained_by`` is ``candidate`` (the rubric
+    left the candidate's own failure unscored: a fill reads it as 0.0, never as
+    its group's mean). After group normalization ``reward`` holds the normalized
+    value and ``raw_reward`` the value before it.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -83,6 +90,10 @@ class Reward(BaseModel):
     reward: float | None
     raw_reward: float | None
     abstain_reason: str | None = None
+    #: Whose doing an abstention is: ``ours`` (infrastructure), ``task`` (its tests or
+    #: gold), ``candidate`` (its own failure, left unscored by the rubric), ``request``
+    #: (the sample lacks what a grader needs), ``rubric`` (its formula has no value).
+    abstained_by: AbstainOwner | None = None
     components: dict[str, ComponentOutcome]
     penalties: tuple[AppliedPenalty, ...] = ()
     gates: tuple[AppliedGate, ...] = ()

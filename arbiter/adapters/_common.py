@@ -158,7 +158,9 @@ def grading_coalescer(settings: AdapterSettings) -> Coalescer[Graded]:
             rows = [{**s, "id": f"{i}.{s['id']}"} for i, s in enumerate(samples)]
             batch = await client.rewards(rows, settings.rubric)
             values = batch.values()
-            filled = fill_abstained(values, [s.get("group_id") for s in rows], settings.abstain)
+            owners = [r.get("abstained_by") for r in batch.rewards]
+            groups = [s.get("group_id") for s in rows]
+            filled = fill_abstained(values, groups, settings.abstain, owners)
             return [
                 f if isinstance(f, BaseException) else Graded(r, f, v is None)
                 for r, v, f in zip(batch.rewards, values, filled, strict=True)

@@ -376,6 +376,57 @@ def test_openrlhf_exact_shapes(server: Server) -> None:
     assert refused.status_code == 422 and refused.json()["code"] == "reward_abstained"
 
 
+UNSCORED_RUBRIC = """\
+name: tests-unscored
+version: 1
+on_missing: abstain
+components:
+  tests: {grader: unit_tests, config: {timeout_s: 1, fail_as_zero: false}}
+"""
+
+
+def test_a_candidate_that_fails_by_its_own_fault_is_never_paid_its_groups_mean(
+    server: Server,
+) -> None:
+    # fail_as_zero: false leaves a timeout unscored and the reward abstains; a
+    # trainer's group_mean fill would then pay a looping candidate like its peers.
+    task = json.dumps(
+        {"task": {"kind": "python_function", "tests": "assert f(1) == 2", "entry_point": "f"}}
+    )
+    prompt = "<user>Write f(x) = x + 1</user>"
+    responses = ["def f(x):\n    return x + 1\n", "def f(x):\n    while True:\n        pass\n"]
+    request = {
+        "query": [prompt + r for r in responses],
+        "prompts": [prompt] * 2,
+        "labels": [task] * 2,
+    }
+    with server.client("admin") as admin:
+        assert admin.post("/v1/rubrics", json={"yaml": UNSCORED_RUBRIC}).status_code in (200, 201)
+    with server.client() as http:
+        params = {"rubric": "tests-unscored", "abstain": "group_mean"}
+        answer = http.post("/get_reward", json=request, params=params, timeout=120)
+        rewards = http.post(
+            "/v1/rewards",
+            json={
+                "rubric": "tests-unscored",
+                "samples": [
+                    {"id": f"s{i}", "prompt": prompt, "response": r, **json.loads(task)}
+                    for i, r in enumerate(responses)
+                ],
+            },
+            timeout=120,
+        )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["rewards"] == [1.0, 0.0]  # not the group's mean, 1.0
+    assert body["extra_logs"]["abstained"] == [0.0, 1.0]
+    assert body["extra_logs"]["abstained_candidate"] == [0.0, 1.0]
+    assert rewards.status_code == 200, rewards.text
+    looped = rewards.json()["rewards"][1]
+    assert looped["reward"] is None and looped["abstained_by"] == "candidate"
+    assert "timeout" in looped["abstain_reason"]
+
+
 def test_openrlhf_empty_lists(server: Server) -> None:
     with server.client() as http:
         response = http.post("/get_reward", json={"query": [], "prompts": [], "labels": []})

@@ -376,3 +376,67 @@ def test_a_missing_score_beside_one_that_does_not_apply_still_follows_on_missing
     # c reads as 0 (on_missing: zero); b is left out: (0.5 * 0.8 + 0.25 * 0) / 0.75.
     assert reward.reward == pytest.approx(0.4 / 0.75)
     assert "missing_read_as_zero" in reward.flags
+
+
+# -- whose doing an abstention is ---------------------------------------------------------
+
+
+def _failed(kind: FailureKind) -> GradeResult:
+    return GradeResult.failed("efficiency", kind, str(kind))
+
+
+@pytest.mark.parametrize(
+    ("kinds", "owner"),
+    [
+        ({"a": FailureKind.TIMEOUT}, "candidate"),
+        ({"a": FailureKind.COMPILE_ERROR}, "candidate"),
+        ({"a": FailureKind.MEMORY_LIMIT}, "candidate"),
+        ({"a": FailureKind.COLLECTION_ERROR}, "task"),
+        ({"a": FailureKind.MISSING_INPUT}, "request"),
+        # A candidate's own failure beside the task's is still its own: it must not
+        # launder a timeout into a mean by failing another component for the task.
+        ({"a": FailureKind.TIMEOUT, "b": FailureKind.COLLECTION_ERROR}, "candidate"),
+        # Ours and the task's decide before on_missing, whatever else failed.
+        ({"a": FailureKind.TIMEOUT, "b": FailureKind.SANDBOX_ERROR}, "ours"),
+        ({"a": FailureKind.TIMEOUT, "b": FailureKind.INVALID_TASK}, "task"),
+    ],
+)
+def test_an_abstention_says_whose_doing_it_is(kinds: dict[str, FailureKind], owner: str) -> None:
+    rubric = rubric_of({"a": 0.5, "b": 0.3, "c": 0.2})
+    results = {"a": result(1.0), "b": result(1.0), "c": result(1.0)}
+    results.update({name: _failed(kind) for name, kind in kinds.items()})
+    reward = compose(rubric, results, sample_id="s")
+    assert reward.reward is None
+    assert reward.abstained_by == owner
+
+
+def test_a_formula_without_a_value_is_the_rubrics_abstention() -> None:
+    reward = compose(
+        rubric_of({"a": 0.5, "b": 0.5}, combine="a / b"),
+        results_of({"a": 0.8, "b": 0.0}),
+        sample_id="s",
+    )
+    assert reward.reward is None and reward.abstained_by == "rubric"
+
+
+def test_a_scored_reward_has_no_owner_of_an_abstention() -> None:
+    reward = compose(rubric_of({"a": 1.0}), results_of({"a": 0.5}), sample_id="s")
+    assert reward.abstained_by is None
+
+
+def test_every_failure_kind_has_exactly_one_owner() -> None:
+    from arbiter.graders.types import (
+        CANDIDATE_FAILURES,
+        INFRASTRUCTURE_FAILURES,
+        REQUEST_FAILURES,
+        TASK_FAILURES,
+        failure_owner,
+    )
+
+    task = TASK_FAILURES | {FailureKind.COLLECTION_ERROR}
+    sets = [INFRASTRUCTURE_FAILURES, CANDIDATE_FAILURES, REQUEST_FAILURES, task]
+    # A kind added later must be placed on purpose: an unplaced one would be the task's.
+    assert set(FailureKind) == set().union(*sets)
+    assert sum(len(s) for s in sets) == len(FailureKind)
+    assert {failure_owner(k) for k in CANDIDATE_FAILURES} == {"candidate"}
+    assert {failure_owner(k) for k in task} == {"task"}

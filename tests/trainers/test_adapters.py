@@ -68,6 +68,19 @@ def test_fill_abstained_policies():
     assert raised[0] == 1.0 and isinstance(raised[1], AbstainedError)
 
 
+def test_a_candidates_own_failure_is_never_filled_with_its_groups_mean():
+    # Sample 1 looped (its rubric left timeouts unscored); sample 3's judge was down.
+    values, groups = [1.0, None, 0.5, None, 1.0], ["a", "a", "a", "a", "b"]
+    owners = [None, "candidate", None, "ours", None]
+    mean = fill_abstained(values, groups, "group_mean", owners)
+    assert mean == [1.0, 0.0, 0.5, 0.75, 1.0]
+    assert fill_abstained(values, groups, "zero", owners) == [1.0, 0.0, 0.5, 0.0, 1.0]
+    raised = fill_abstained(values, groups, "raise", owners)
+    assert isinstance(raised[1], AbstainedError) and isinstance(raised[3], AbstainedError)
+    # Without owners (a record logged before they were kept), the policy alone decides.
+    assert fill_abstained(values, groups, "group_mean")[1] == 0.75
+
+
 def test_retired_and_invalid_settings_name_the_right_variable(monkeypatch):
     monkeypatch.setenv("ARBITER_URL", "http://127.0.0.1:1")
     monkeypatch.setenv("ARBITER_RUBRIC", "r")
