@@ -14,8 +14,16 @@ swapped: a consistent win is worth 1.0, a consistent loss 0.0, and a verdict
 that flips with the order is a tie, 0.5 — position bias is not a preference.
 With logprobs, a consistent verdict is worth the mean win probability.
 
-Failures are typed and carry no score: an answer without a verdict is a
-``judge_parse_error`` (not retryable), an unreachable or overloaded judge a
+The response reaches the judge as data: between markers it cannot close, its
+verdict tags defanged, under a system prompt that says so. Text in it written
+for the judge (its verdict tag, its markers, words to the grader, a demand for
+a grade, role markers: :mod:`arbiter.reward_models.judge.injection`) is a
+``judge_injection`` violation, and with ``injection: zero`` the component's 0.
+
+Failures are typed and carry no score: an answer without a verdict is asked
+again (``parse_retries``), then it is a ``judge_parse_error`` (not retryable;
+but when the response carries text for its judge, the failure is the
+response's: 0 with the violation, never an abstention), an unreachable or overloaded judge a
 retryable ``judge_error``, a judge that did not answer in time a retryable
 ``judge_timeout``; ``details.judge_failure`` says which (``parse_error``,
 ``unavailable``, ``timeout``, ``bad_answer``). One failed criterion fails the
@@ -41,7 +49,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 from pydantic import Field, model_validator
 
 from arbiter.graders.base import Grader, GraderConfig
-from arbiter.graders.types import FailureKind, GradeResult, Sample
+from arbiter.graders.types import FailureKind, GradeResult, Sample, Violation, ViolationType
 from arbiter.reward_models.errors import (
     ConfigurationError,
     JudgeError,
@@ -61,6 +69,7 @@ from arbiter.reward_models.judge import (
     render_pairwise_prompt,
     render_prompt,
 )
+from arbiter.reward_models.judge.injection import find_injections
 from arbiter.reward_models.model_set import ModelSet
 
 __all__ = ["CriterionConfig", "LLMJudgeConfig", "LLMJudgeGrader", "LevelConfig"]
@@ -133,6 +142,19 @@ class LLMJudgeConfig(GraderConfig):
     seed: int | None = None
     use_logprobs: bool = True
     deadline_s: Annotated[float, Field(gt=0)] | None = None
+    parse_retries: int = Field(
+        default=1,
+        ge=0,
+        le=3,
+        description="Times an answer without a verdict is asked again before it counts as one.",
+    )
+    injection: Literal["flag", "zero"] = Field(
+        default="flag",
+        description="A response carrying text for its judge (its verdict tag, its markers, "
+        "words to the grader, role markers): flag records a judge_injection violation for the "
+        "rubric's penalties; zero also scores the component 0. Either way, a judge that then "
+        "gives no verdict is the response's doing: 0 with the violation, never an abstention.",
+    )
 
     @property
     def template_name(self) -> str:
@@ -244,8 +266,11 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
             votes = client.defaults.votes
         deadline = time.monotonic() + config.deadline_s if config.deadline_s else None
         instruction = _instruction(sample)
+        injected = self._injections(sample.response)
         if config.mode == "pairwise":
-            return await self._pairwise(sample, config, client, params, reference, deadline)
+            return await self._pairwise(
+                sample, config, client, params, reference, deadline, injected
+            )
         criteria = [c.criterion() for c in config.criteria]
         outcomes = await asyncio.gather(
             *(
@@ -263,12 +288,13 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                     aggregate=config.aggregate,
                     use_logprobs=config.use_logprobs,
                     deadline=deadline,
+                    parse_retries=config.parse_retries,
                 )
                 for criterion in criteria
             ),
             return_exceptions=True,
         )
-        results = self._collect([c.name for c in criteria], outcomes)
+        results = self._collect([c.name for c in criteria], outcomes, injected)
         if isinstance(results, GradeResult):
             return results
         weights = {c.name: c.weight for c in config.criteria}
@@ -290,7 +316,33 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                 "completion": sum(r.completion_tokens for r in results.values()),
             },
         }
-        return self.scored(_weighted(weights, results), details=details)
+        return self._judged(_weighted(weights, results), details, config, injected)
+
+    @staticmethod
+    def _injections(response: str) -> tuple[Violation, ...]:
+        """The response's text for its judge, as ``judge_injection`` violations."""
+        return tuple(
+            Violation(
+                type=ViolationType.JUDGE_INJECTION,
+                detail=f"{found.kind}: the response carries text for its judge",
+                snippet=found.text,
+                source="static",
+            )
+            for found in find_injections(response)
+        )
+
+    def _judged(
+        self,
+        score: float,
+        details: dict[str, Any],
+        config: LLMJudgeConfig,
+        injected: tuple[Violation, ...],
+    ) -> GradeResult:
+        """The judge's score, with the response's injection attempts (0 under ``zero``)."""
+        if injected and config.injection == "zero":
+            details = {**details, "judge_score": score, "zeroed": "judge_injection"}
+            score = 0.0
+        return self.scored(score, details=details, violations=injected)
 
     async def _pairwise(
         self,
@@ -300,6 +352,7 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
         params: SamplingParams,
         reference: str | None,
         deadline: float | None,
+        injected: tuple[Violation, ...] = (),
     ) -> GradeResult:
         baseline = (sample.labels or {}).get(config.baseline_label)
         if not isinstance(baseline, str):
@@ -328,12 +381,13 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                     params,
                     use_logprobs=config.use_logprobs,
                     deadline=deadline,
+                    parse_retries=config.parse_retries,
                 )
                 for c in config.criteria
             ),
             return_exceptions=True,
         )
-        results = self._collect([c.name for c in config.criteria], outcomes)
+        results = self._collect([c.name for c in config.criteria], outcomes, injected)
         if isinstance(results, GradeResult):
             return results
         weights = {c.name: c.weight for c in config.criteria}
@@ -352,14 +406,33 @@ class LLMJudgeGrader(Grader[LLMJudgeConfig]):
                 for name, r in results.items()
             },
         }
-        return self.scored(_weighted(weights, results), details=details)
+        return self._judged(_weighted(weights, results), details, config, injected)
 
     def _collect(
-        self, names: Sequence[str], outcomes: Sequence[_Judged | BaseException]
+        self,
+        names: Sequence[str],
+        outcomes: Sequence[_Judged | BaseException],
+        injected: tuple[Violation, ...] = (),
     ) -> dict[str, _Judged] | GradeResult:
-        """Pair each criterion with its outcome; the first judge failure fails the component."""
+        """Pair each criterion with its outcome; the first judge failure fails the component.
+
+        A judge that gave no verdict (after its retries) for a response that carries
+        text for it failed because of that text: the response scores 0, with the
+        violation. Abstaining would pay it the trainer's fill, more than a bad answer.
+        """
         results: dict[str, _Judged] = {}
         for name, outcome in zip(names, outcomes, strict=True):
+            if isinstance(outcome, JudgeParseError) and injected:
+                return self.scored(
+                    0.0,
+                    details={
+                        "judge_failure": "parse_error",
+                        "blamed": "response",
+                        "message": f"criterion {name!r}: {outcome}; the response carries "
+                        "text for its judge",
+                    },
+                    violations=injected,
+                )
             if isinstance(outcome, JudgeError):
                 return self._judge_failure(name, outcome)
             if isinstance(outcome, BaseException):

@@ -183,6 +183,9 @@ class ViolationType(StrEnum):
     ECHOED_PROBLEM = "echoed_problem"
     #: A ``<think>`` block that never closes: there is no final answer outside it.
     UNCLOSED_THINKING = "unclosed_thinking"
+    #: Text written for the judge that grades the response: its verdict tag, its markers,
+    #: words to the grader, a demand for a grade, a chat template's role markers.
+    JUDGE_INJECTION = "judge_injection"
 
 
 class Failure(_Frozen):

@@ -19,15 +19,25 @@ anchors). Its answer ends in ``[RESULT] k``. The verdict is read as follows:
 :class:`JudgeClient` adds what a service needs around a backend: a
 concurrency limit, a deadline, retries with exponential backoff (honouring
 ``Retry-After``) on retryable failures only, N votes with an aggregation, and
-an LRU cache keyed by (model, prompt hash, sampling parameters, vote).
+an LRU cache keyed by (model, prompt hash, sampling parameters, vote). An
+answer without a verdict is asked again (``parse_retries``) before it counts.
+
+* **A response cannot talk its judge round.** It reaches the judge between
+  markers it cannot close, its ``[RESULT]`` tags defanged, under a system
+  prompt that calls it data; :func:`find_injections` finds text written for the
+  judge (its verdict tag and markers, words to the grader, demands for a grade,
+  orders to give none, role markers), which the grader reports as a
+  ``judge_injection`` violation.
 
 The package holds one module per job: :mod:`~arbiter.reward_models.judge.types`,
-:mod:`~arbiter.reward_models.judge.prompts`, :mod:`~arbiter.reward_models.judge.verdicts`, the
+:mod:`~arbiter.reward_models.judge.prompts`, :mod:`~arbiter.reward_models.judge.verdicts`,
+:mod:`~arbiter.reward_models.judge.injection`, the
 backends :mod:`~arbiter.reward_models.judge.openai_chat` and
 :mod:`~arbiter.reward_models.judge.local_model`, and :mod:`~arbiter.reward_models.judge.client`.
 """
 
 from arbiter.reward_models.judge.client import JudgeClient
+from arbiter.reward_models.judge.injection import Injection, find_injections
 from arbiter.reward_models.judge.limits import RateLimiter
 from arbiter.reward_models.judge.local_model import LocalCausalLMBackend
 from arbiter.reward_models.judge.openai_chat import JudgeUnavailableRetryAfter, OpenAIChatBackend
@@ -50,6 +60,7 @@ from arbiter.reward_models.judge.verdicts import parse_preference, parse_verdict
 
 __all__ = [
     "Criterion",
+    "Injection",
     "JudgeBackend",
     "JudgeClient",
     "JudgeDefaults",
@@ -66,6 +77,7 @@ __all__ = [
     "SamplingParams",
     "TokenLogprob",
     "Verdict",
+    "find_injections",
     "load_template",
     "parse_preference",
     "parse_verdict",

@@ -20,7 +20,12 @@ from typing import Literal
 
 from cachetools import LRUCache
 
-from arbiter.reward_models.errors import JudgeError, JudgeTimeoutError, JudgeUnavailableError
+from arbiter.reward_models.errors import (
+    JudgeError,
+    JudgeParseError,
+    JudgeTimeoutError,
+    JudgeUnavailableError,
+)
 from arbiter.reward_models.judge.limits import RateLimiter, estimate_tokens
 from arbiter.reward_models.judge.types import (
     Criterion,
@@ -32,6 +37,7 @@ from arbiter.reward_models.judge.types import (
     PairwiseResult,
     Preference,
     SamplingParams,
+    Verdict,
 )
 from arbiter.reward_models.judge.verdicts import parse_preference, parse_verdict
 from arbiter.reward_models.usage import ModelUsage
@@ -184,23 +190,34 @@ class JudgeClient:
         aggregate: Literal["mean", "median"] = "mean",
         use_logprobs: bool = True,
         deadline: float | None = None,
+        parse_retries: int = 0,
     ) -> JudgeResult:
         """Grade with ``votes`` answers and aggregate their values.
+
+        An answer without a verdict is asked again, up to ``parse_retries`` times
+        per vote (as a vote of its own: a sampling judge draws anew, and the cache
+        keeps the answer that failed apart).
 
         Raises:
             JudgeError: any vote failed (a partial set of votes is not a verdict).
         """
         params = dataclasses.replace(params or SamplingParams(), max_level=len(criterion.levels))
-        answers = await asyncio.gather(
-            *(self.ask(messages, params, vote=v, deadline=deadline) for v in range(votes))
-        )
-        try:
-            verdicts = tuple(
-                parse_verdict(reply, criterion, use_logprobs=use_logprobs) for reply, _ in answers
-            )
-        except JudgeError as e:
-            self.usage.observe_error(e, request=False)
-            raise
+
+        async def vote(v: int) -> tuple[Verdict, JudgeReply, bool]:
+            for attempt in range(parse_retries + 1):
+                reply, hit = await self.ask(
+                    messages, params, vote=v + attempt * votes, deadline=deadline
+                )
+                try:
+                    return parse_verdict(reply, criterion, use_logprobs=use_logprobs), reply, hit
+                except JudgeParseError as e:
+                    if attempt == parse_retries:
+                        self.usage.observe_error(e, request=False)
+                        raise
+            raise AssertionError("unreachable")
+
+        answers = await asyncio.gather(*(vote(v) for v in range(votes)))
+        verdicts = tuple(verdict for verdict, _, _ in answers)
         values = [v.value for v in verdicts]
         value = (
             statistics.median(values) if aggregate == "median" else math.fsum(values) / len(values)
@@ -208,9 +225,9 @@ class JudgeClient:
         return JudgeResult(
             value,
             verdicts,
-            cached=sum(1 for _, hit in answers if hit),
-            prompt_tokens=sum(r.prompt_tokens or 0 for r, hit in answers if not hit),
-            completion_tokens=sum(r.completion_tokens or 0 for r, hit in answers if not hit),
+            cached=sum(1 for _, _, hit in answers if hit),
+            prompt_tokens=sum(r.prompt_tokens or 0 for _, r, hit in answers if not hit),
+            completion_tokens=sum(r.completion_tokens or 0 for _, r, hit in answers if not hit),
         )
 
     async def compare(
@@ -221,10 +238,12 @@ class JudgeClient:
         *,
         use_logprobs: bool = True,
         deadline: float | None = None,
+        parse_retries: int = 0,
     ) -> PairwiseResult:
         """Judge candidate vs baseline in both orders; a verdict that flips is a tie.
 
         A client built with ``position_swap=False`` asks in the first order only.
+        An answer without a verdict is asked again, up to ``parse_retries`` times.
 
         Args:
             candidate_first: the prompt with the candidate as response A.
@@ -232,22 +251,28 @@ class JudgeClient:
             params: sampling parameters.
             use_logprobs: weight by P(A) when the backend gives logprobs.
             deadline: absolute ``time.monotonic()`` for both calls.
+            parse_retries: asks again per order when an answer has no verdict.
 
         Raises:
             JudgeError: either call failed or gave no verdict.
         """
         params = params or SamplingParams()
+
+        async def preference(messages: Messages) -> Preference:
+            for attempt in range(parse_retries + 1):
+                reply, _ = await self.ask(messages, params, vote=attempt, deadline=deadline)
+                try:
+                    return self._preference(reply, use_logprobs, final=attempt == parse_retries)
+                except JudgeParseError:
+                    if attempt == parse_retries:
+                        raise
+            raise AssertionError("unreachable")
+
         if not self.position_swap:
-            reply, _ = await self.ask(candidate_first, params, deadline=deadline)
-            only = self._preference(reply, use_logprobs)
+            only = await preference(candidate_first)
             value = only.p_a if only.p_a is not None else float(only.winner == "A")
             return PairwiseResult(value, True, only, None)
-        (first, _), (second, _) = await asyncio.gather(
-            self.ask(candidate_first, params, deadline=deadline),
-            self.ask(candidate_second, params, deadline=deadline),
-        )
-        one = self._preference(first, use_logprobs)
-        two = self._preference(second, use_logprobs)
+        one, two = await asyncio.gather(preference(candidate_first), preference(candidate_second))
         wins = (one.winner == "A", two.winner == "B")
         if wins[0] != wins[1]:
             return PairwiseResult(0.5, False, one, two)
@@ -255,9 +280,12 @@ class JudgeClient:
             return PairwiseResult((one.p_a + (1.0 - two.p_a)) / 2, True, one, two)
         return PairwiseResult(1.0 if wins[0] else 0.0, True, one, two)
 
-    def _preference(self, reply: JudgeReply, use_logprobs: bool) -> Preference:
+    def _preference(
+        self, reply: JudgeReply, use_logprobs: bool, *, final: bool = True
+    ) -> Preference:
         try:
             return parse_preference(reply, use_logprobs=use_logprobs)
         except JudgeError as e:
-            self.usage.observe_error(e, request=False)
+            if final:
+                self.usage.observe_error(e, request=False)
             raise

@@ -29,9 +29,21 @@ def load_template(name: str) -> str:
     return path.read_text(encoding="utf-8")
 
 
+#: The judge's verdict tag in any spacing ("[RESULT]", "[ RESULT ]"); lower case is
+#: no tag (the parser reads capitals), and code's ``arr[result]`` stays as it is.
+_VERDICT_TAG = re.compile(r"\[(\s*RESULT\s*)\]")
+
+
 def _defang(text: str) -> str:
-    # The response must not close its own fence and pose as judge instructions.
-    return text.replace("<<<", "< < <").replace(">>>", "> > >")
+    """Untrusted text as the judge reads it: it can neither close its fence nor give a verdict.
+
+    The fence is broken up (the response cannot pose as the judge's instructions),
+    and a verdict tag loses its brackets: a judge that quotes the response, or a
+    persuadable one that copies the last tag it read, writes nothing the verdict
+    parser takes for its answer.
+    """
+    text = text.replace("<<<", "< < <").replace(">>>", "> > >")
+    return _VERDICT_TAG.sub(r"(\1)", text)
 
 
 def _reference_block(template: str, reference: str | None, **fields: object) -> str:

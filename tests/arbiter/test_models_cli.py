@@ -184,8 +184,12 @@ def test_rubric_validate_checks_the_names_against_the_models_file(root: Path) ->
         app, ["rubric", "validate", str(CHAT_JUDGE), "--models", str(root / "other-judge.yaml")]
     )
     assert missing.exit_code == 1
+    # The error points at the rubric's own `judge: default` line and its value.
+    lines = CHAT_JUDGE.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if text.strip() == "judge: default")
+    column = lines[line - 1].index("default") + 1
     assert (
-        f"{CHAT_JUDGE}:17:14: components.judge.config.judge: no judge named 'default' in "
+        f"{CHAT_JUDGE}:{line}:{column}: components.judge.config.judge: no judge named 'default' in "
         f"{root / 'other-judge.yaml'} (declared: other)" in missing.output
     )
     # 'default' declared, but as a reward model: of the wrong kind.
