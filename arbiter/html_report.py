@@ -252,3 +252,52 @@ def replay_html(summary: Mapping[str, Any], *, old: str, new: str) -> str:
         ),
     ]
     return _page("Arbiter replay", f"old {old} → new {new}", "".join(parts))
+
+
+def lint_html(linted: Sequence[Any], *, source: str) -> str:
+    """The task lint's report: counts by grade, then every task with its reasons."""
+    from arbiter.task_lint import summary_of
+
+    summary = summary_of(linted)
+    grade_class = {"weak": "bad", "strong": "ok", "fine": ""}
+    counts = _table(
+        ["tasks", "weak", "fine", "strong", "mutants", "killed", "median mutation score"],
+        [
+            [
+                summary["tasks"],
+                summary["weak"],
+                summary["fine"],
+                summary["strong"],
+                summary["mutants"],
+                summary["mutants_killed"],
+                _pct(summary["median_mutation_score"]),
+            ]
+        ],
+    )
+    rows = []
+    for task in linted:
+        passing = [t for t, outcome in task.trivial.items() if outcome == "passes"]
+        rows.append(
+            [
+                f"<code>{escape(task.id)}</code>",
+                f"<span class={grade_class[task.grade] or 'muted'}>{task.grade}</span>",
+                escape(task.reference),
+                escape(", ".join(passing) or "none"),
+                f"{task.killed}/{task.mutants}" if task.mutants else "—",
+                escape("; ".join(task.reasons)),
+                escape(", ".join(task.survivors[:6]) + (" …" if len(task.survivors) > 6 else "")),
+            ]
+        )
+    table = _table(
+        ["task", "grade", "reference", "trivial passing", "mutants killed", "why", "survivors"],
+        rows,
+    )
+    thresholds = summary["thresholds"]
+    note = (
+        f"<p class=muted>weak: the reference fails or is flaky, a trivial candidate passes, or "
+        f"under {_pct(thresholds['weak_below'])} of the mutants are killed; strong: every trivial "
+        f"candidate fails and at least {_pct(thresholds['strong_from'])} of at least "
+        f"{thresholds['strong_min_mutants']} mutants are killed. A surviving mutant may be "
+        "equivalent to the reference.</p>"
+    )
+    return _page("Task lint", source, f"<h2>Summary</h2>{counts}{note}<h2>Tasks</h2>{table}")

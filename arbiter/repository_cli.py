@@ -20,7 +20,9 @@ repos_app = typer.Typer(
     help="Register repository snapshots (directories or .tar.gz) by content.",
     no_args_is_help=True,
 )
-tasks_app = typer.Typer(help="Make and validate repository tasks.", no_args_is_help=True)
+tasks_app = typer.Typer(
+    help="Make and validate repository tasks; lint any set's tests.", no_args_is_help=True
+)
 
 StoreOption = Annotated[
     Path | None,
@@ -140,3 +142,75 @@ def tasks_validate(
     typer.echo(json.dumps(summary))
     if summary["total"]["tasks"] and summary["total"]["valid"] == 0:
         sys.exit(1)
+
+
+@tasks_app.command("lint")
+def tasks_lint(
+    path: Annotated[Path, typer.Argument(help="A set of tasks or samples (JSON Lines).")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="jsonl (this project's samples), humaneval, humanevalpack or mbpp."
+        ),
+    ] = "jsonl",
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Folder for report.html and report.json.")
+    ] = None,
+    repeats: Annotated[int, typer.Option(help="Reference runs per task (all must agree).")] = 3,
+    mutants: Annotated[int, typer.Option(help="Mutants of the reference per task, at most.")] = 24,
+    seed: Annotated[int, typer.Option(help="The mutants' seed.")] = 0,
+    limit: Annotated[int | None, typer.Option(help="Lint the first N tasks only.")] = None,
+    timeout_s: Annotated[
+        float, typer.Option(help="Each grading's limit (a mutant that loops is killed by it).")
+    ] = 3.0,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
+) -> None:
+    """Grade each task's tests: reference, trivial candidates, mutants; weak, fine or strong."""
+    from arbiter.eval_loaders import FORMATS, load_items
+    from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+    from arbiter.html_report import lint_html
+    from arbiter.inputs import parse_samples
+    from arbiter.task_lint import lint_tasks, report_json, summary_of, tasks_of
+
+    if fmt not in FORMATS or fmt == "rewardbench":
+        typer.echo(
+            f"--format: expected jsonl, humaneval, humanevalpack or mbpp; found {fmt!r}", err=True
+        )
+        raise typer.Exit(2)
+    loaded = load_items(path, fmt)
+    if loaded is None:
+        with path.open("rb") as f:
+            parsed, issues = parse_samples(f, str(path))
+        for issue in issues:
+            typer.echo(str(issue), err=True)
+        if issues:
+            raise typer.Exit(2)
+        loaded = [sample for _, sample in parsed]
+    items = tasks_of(loaded)[:limit]
+    grader = UnitTestsGrader()
+    grader.expect([s for s in loaded if s.task is not None])
+
+    def log(linted: Any) -> None:
+        if not quiet:
+            typer.echo(f"{linted.id}: {linted.grade}  {'; '.join(linted.reasons)}", err=True)
+
+    try:
+        linted = lint_tasks(
+            items,
+            grader,
+            config=UnitTestsConfig(timeout_s=timeout_s),
+            repeats=repeats,
+            max_mutants=mutants,
+            seed=seed,
+            log=log,
+        )
+    finally:
+        grader.close()
+    summary = summary_of(linted)
+    if report is not None:
+        report.mkdir(parents=True, exist_ok=True)
+        (report / "report.json").write_text(report_json(linted), encoding="utf-8")
+        (report / "report.html").write_text(lint_html(linted, source=str(path)), encoding="utf-8")
+    typer.echo(json.dumps({k: v for k, v in summary.items() if k != "weak_tasks"}))
+    for task_id, reasons in summary["weak_tasks"].items():
+        typer.echo(f"weak: {task_id}: {'; '.join(reasons)}")

@@ -85,7 +85,108 @@ def _gap_site(source: str, start: int, end: int, old: str, new: str) -> tuple[in
     return start + m.start(), start + m.end(), new
 
 
-def _sites(source: str, off: _Offsets, fn: ast.AST) -> list[tuple[int, int, str, str, int]]:
+#: The wider set's extra operators (``wide=True``): what task lint needs to reach
+#: 20 mutants of a ten-line function. Repository tasks keep the classic set.
+_WIDE_BINOP_SWAP: dict[type[ast.operator], list[tuple[str, str]]] = {
+    ast.Add: [("+", "*")],
+    ast.Sub: [("-", "*")],
+    ast.Mult: [("*", "/"), ("*", "+")],
+    ast.Div: [("/", "*"), ("/", "//")],
+    ast.FloorDiv: [("//", "/"), ("//", "*")],
+    ast.Mod: [("%", "//"), ("%", "*")],
+    ast.Pow: [("**", "*")],
+}
+#: Each comparison to the others of its family (the classic set swaps to one of them).
+_WIDE_COMPARE: dict[type[ast.cmpop], tuple[str, list[str]]] = {
+    ast.Lt: ("<", [">", "==", "!="]),
+    ast.LtE: ("<=", [">=", "==", "!="]),
+    ast.Gt: (">", ["<", "==", "!="]),
+    ast.GtE: (">=", ["<=", "==", "!="]),
+    ast.Eq: ("==", ["<", ">"]),
+    ast.NotEq: ("!=", ["<", ">"]),
+}
+_WIDE_CALL_SWAP = {"min": "max", "max": "min", "any": "all", "all": "any"}
+_WIDE_AUG_SWAP = {ast.Add: ("+=", "-="), ast.Sub: ("-=", "+="), ast.Mult: ("*=", "+=")}
+
+
+def _wide_sites(source: str, off: _Offsets, node: ast.AST) -> list[tuple[int, int, str, str, int]]:
+    """The wider set's places in one node: more operators, returns, conditions, loops."""
+    out: list[tuple[int, int, str, str, int]] = []
+    line = getattr(node, "lineno", 0)
+    if isinstance(node, ast.BinOp) and type(node.op) in _WIDE_BINOP_SWAP:
+        for swap in _WIDE_BINOP_SWAP[type(node.op)]:
+            left, right = _span(off, node.left)[1], _span(off, node.right)[0]
+            site = _gap_site(source, left, right, *swap)
+            if site:
+                out.append((*site, f"arithmetic {swap[0]} -> {swap[1]}", line))
+    elif isinstance(node, ast.Compare):
+        operands = [node.left, *node.comparators]
+        for op, left_node, right_node in zip(node.ops, operands, operands[1:], strict=False):
+            if type(op) not in _WIDE_COMPARE:
+                continue
+            old, news = _WIDE_COMPARE[type(op)]
+            for new in news:
+                left, right = _span(off, left_node)[1], _span(off, right_node)[0]
+                site = _gap_site(source, left, right, old, new)
+                if site:
+                    out.append((*site, f"compare {old} -> {new}", line))
+    elif isinstance(node, ast.Constant) and type(node.value) is float:
+        start, end = _span(off, node)
+        if re.fullmatch(r"[0-9.eE+-]+", source[start:end]):
+            new = "0.0" if node.value != 0 else "1.0"
+            out.append((start, end, new, f"constant {source[start:end]} -> {new}", line))
+    elif isinstance(node, ast.AugAssign) and type(node.op) in _WIDE_AUG_SWAP:
+        swap = _WIDE_AUG_SWAP[type(node.op)]
+        site = _gap_site(source, _span(off, node.target)[1], _span(off, node.value)[0], *swap)
+        if site:
+            out.append((*site, f"assignment {swap[0]} -> {swap[1]}", line))
+    elif isinstance(node, ast.Constant) and type(node.value) is int and 0 <= node.value < 10_000:
+        start, end = _span(off, node)
+        if source[start:end].isdigit():
+            for new in (str(node.value - 1), "0") if node.value > 1 else ("-1",):
+                out.append((start, end, new, f"constant {node.value} -> {new}", line))
+    elif isinstance(node, ast.Constant) and type(node.value) is bool:
+        start, end = _span(off, node)
+        new = str(not node.value)
+        if source[start:end] in ("True", "False"):
+            out.append((start, end, new, f"constant {node.value} -> {new}", line))
+    elif isinstance(node, ast.Constant) and type(node.value) is str and node.value:
+        start, end = _span(off, node)
+        if source[start:end][:1] in ("'", '"') and "\n" not in source[start:end]:
+            out.append((start, end, '""', "constant string -> empty", line))
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        start, end = _span(off, node)
+        inner_start = _span(off, node.operand)[0]
+        if re.fullmatch(r"-\s*", source[start:inner_start]):
+            out.append((start, inner_start, "", "drop minus", line))
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in _WIDE_CALL_SWAP
+    ):
+        start, end = _span(off, node.func)
+        new = _WIDE_CALL_SWAP[node.func.id]
+        out.append((start, end, new, f"call {node.func.id} -> {new}", line))
+    elif isinstance(node, ast.Return) and node.value is not None:
+        if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            start, end = _span(off, node.value)
+            if "\n" not in source[start:end]:
+                out.append((start, end, "None", "return value -> None", line))
+    elif isinstance(node, ast.If | ast.While):
+        start, end = _span(off, node.test)
+        text = source[start:end]
+        if "\n" not in text:
+            out.append((start, end, f"not ({text})", "negate condition", line))
+    elif isinstance(node, ast.Break | ast.Continue):
+        start, end = _span(off, node)
+        new = "continue" if isinstance(node, ast.Break) else "break"
+        out.append((start, end, new, f"{source[start:end]} -> {new}", line))
+    return out
+
+
+def _sites(
+    source: str, off: _Offsets, fn: ast.AST, *, wide: bool = False
+) -> list[tuple[int, int, str, str, int]]:
     """Every place in ``fn``'s body a mutant may change: (start, end, new text, operator, line)."""
     out: list[tuple[int, int, str, str, int]] = []
     body = list(fn.body)  # type: ignore[attr-defined]
@@ -128,6 +229,8 @@ def _sites(source: str, off: _Offsets, fn: ast.AST) -> list[tuple[int, int, str,
                 inner_start = _span(off, node.operand)[0]
                 if re.fullmatch(r"not\s+", source[start:inner_start]):
                     out.append((start, inner_start, "", "drop not", line))
+            if wide:
+                out += _wide_sites(source, off, node)
     return out
 
 
@@ -145,8 +248,16 @@ def _functions(tree: ast.Module) -> list[tuple[str, ast.AST]]:
     return found
 
 
-def mutants(path: str, source: str, *, seed: int, per_function: int = 3) -> list[Mutant]:
-    """Up to ``per_function`` mutants of each function in ``source``, in seeded order."""
+def mutants(
+    path: str, source: str, *, seed: int, per_function: int = 3, wide: bool = False
+) -> list[Mutant]:
+    """Up to ``per_function`` mutants of each function in ``source``, in seeded order.
+
+    ``wide`` adds more operators (``*``, ``/``, ``//``, ``%``, ``**``, augmented
+    assignments, constants down by one, booleans flipped, strings emptied, a
+    minus dropped, ``min``/``max`` and ``any``/``all`` swapped, a return value
+    made ``None``, a condition negated, ``break``/``continue`` swapped).
+    """
     try:
         tree = parse_module(source)
     except (SyntaxError, ValueError):
@@ -155,7 +266,7 @@ def mutants(path: str, source: str, *, seed: int, per_function: int = 3) -> list
     original_dump = ast.dump(tree)
     out: list[Mutant] = []
     for name, fn in _functions(tree):
-        sites = _sites(source, off, fn)
+        sites = _sites(source, off, fn, wide=wide)
         digest = hashlib.sha256(f"{seed}\0{path}\0{name}".encode()).digest()
         random.Random(digest).shuffle(sites)
         kept = 0
