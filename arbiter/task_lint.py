@@ -40,7 +40,7 @@ from arbiter.graders.program import program_of
 from arbiter.graders.repository.mutations import mutants
 from arbiter.graders.runner import GraderJob, run_jobs
 from arbiter.graders.sandbox.checks import CheckPlanError, plan_function_tests
-from arbiter.graders.types import GradeResult, Sample, TaskSpec
+from arbiter.graders.types import FailureKind, GradeResult, Sample, TaskSpec
 from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 
 __all__ = ["LintedTask", "TaskToLint", "lint_tasks", "summary_of", "tasks_of"]
@@ -89,7 +89,7 @@ class LintedTask:
     kind: str
     grade: str
     reasons: list[str]
-    #: ``passes``, ``fails``, ``flaky`` or ``absent``.
+    #: ``passes``, ``fails``, ``flaky``, ``timeout`` (past the lint's limit) or ``absent``.
     reference: str
     #: Trivial candidate -> ``fails`` or ``passes``.
     trivial: dict[str, str] = field(default_factory=dict)
@@ -189,6 +189,19 @@ def _passed(result: GradeResult) -> bool:
     return result.score == 1.0
 
 
+def _timed_out(result: GradeResult) -> bool:
+    """Whether a grading met its time limit: the whole run, or any of its tests."""
+    if result.failure is not None:
+        return result.failure.kind == FailureKind.TIMEOUT
+    details = result.details or {}
+    if details.get("failure_kind") == FailureKind.TIMEOUT.value:
+        return True
+    tests = details.get("tests")
+    return isinstance(tests, list) and any(
+        isinstance(t, dict) and t.get("outcome") == "timeout" for t in tests
+    )
+
+
 def lint_tasks(
     items: Sequence[TaskToLint],
     grader: UnitTestsGrader,
@@ -240,9 +253,11 @@ def _lint_one(
     )
     linted = LintedTask(item.id, item.task.kind, "fine", [], "absent")
     reference_runs: list[bool] = []
+    reference_slow = False
     for (what, label, _), result in zip(jobs, graded, strict=True):
         if what == "reference":
             reference_runs.append(_passed(result))
+            reference_slow = reference_slow or _timed_out(result)
         elif what == "trivial":
             linted.trivial[label] = "passes" if _passed(result) else "fails"
         else:
@@ -252,7 +267,12 @@ def _lint_one(
             else:
                 linted.killed += 1
     if reference_runs:
-        if all(reference_runs):
+        if reference_slow:
+            # Past the lint's own limit: no verdict on the tests, and mutants that time
+            # out would count as killed.
+            linted.reference = "timeout"
+            linted.mutants, linted.killed, linted.survivors = 0, 0, []
+        elif all(reference_runs):
             linted.reference = "passes"
         elif not any(reference_runs):
             linted.reference = "fails"
@@ -271,6 +291,8 @@ def _grade(linted: LintedTask) -> None:
         reasons.append("the reference's outcome varies between runs (flaky tests)")
     elif linted.reference == "absent":
         reasons.append("no reference: no mutation score")
+    elif linted.reference == "timeout":
+        reasons.append("the reference ran past the lint's time limit (raise --timeout-s)")
     passing = sorted(t for t, outcome in linted.trivial.items() if outcome == "passes")
     if passing:
         reasons.append(f"passed by trivial candidates: {', '.join(passing)}")

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from arbiter.cli import app
 from arbiter.graders.types import Sample, TaskSpec
-from arbiter.graders.unit_tests import UnitTestsGrader
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from arbiter.task_lint import TaskToLint, lint_tasks, tasks_of
 
 SUB = "def sub(a, b):\n    if a > b:\n        return a - b\n    return 0 - (b - a)\n"
@@ -75,6 +75,19 @@ def test_a_reference_that_fails_its_own_tests_is_a_contradiction(grader: UnitTes
     [linted] = lint_tasks([_task(["assert sub(5, 3) == 3"])], grader, max_mutants=4)
     assert linted.reference == "fails" and linted.grade == "weak"
     assert any("contradiction" in reason for reason in linted.reasons)
+
+
+def test_a_reference_past_the_lints_limit_is_no_contradiction(grader: UnitTestsGrader) -> None:
+    slow = "def sub(a, b):\n    while True:\n        pass\n"
+    [linted] = lint_tasks(
+        [_task(["assert sub(5, 3) == 2"], reference=slow)],
+        grader,
+        config=UnitTestsConfig(timeout_s=0.5),
+        repeats=1,
+        max_mutants=4,
+    )
+    assert linted.reference == "timeout" and linted.mutants == 0
+    assert linted.grade == "fine" and "time limit" in linted.reasons[0]
 
 
 def test_without_an_entry_point_the_function_the_tests_call_is_linted(
