@@ -74,6 +74,8 @@ DEFAULT_SEVERITY: dict[ViolationType, float] = {
     ViolationType.EMPTY_ANSWER: 1.0,
     ViolationType.ECHOED_PROBLEM: 1.0,
     ViolationType.UNCLOSED_THINKING: 1.0,
+    # What the LLM judge's grader sees: text written to steer the judge.
+    ViolationType.JUDGE_INJECTION: 1.0,
 }
 
 Severity = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]

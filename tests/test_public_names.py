@@ -170,6 +170,7 @@ PINNED: dict[str, list[str]] = {
     ],
     "arbiter.reward_models.judge": [
         "Criterion",
+        "Injection",
         "JudgeBackend",
         "JudgeClient",
         "JudgeDefaults",
@@ -186,6 +187,7 @@ PINNED: dict[str, list[str]] = {
         "SamplingParams",
         "TokenLogprob",
         "Verdict",
+        "find_injections",
         "load_template",
         "parse_preference",
         "parse_verdict",
