@@ -394,21 +394,6 @@ class _Checks:
         self._worker.remember(key)
         return report
 
-    def run(
-        self,
-        request: dict[str, Any],
-        channel: socket.socket,
-        deadline: RunDeadline,
-        limits: TrustedLimits,
-    ) -> ChecksReport:
-        """Grade the candidate behind ``channel`` with the task in ``request``: start, then result.
-
-        Raises:
-            SandboxError: the worker failed (ours; the grading is retried).
-        """
-        self.start(request, channel, deadline, limits)
-        return self.result()
-
     def abandon(self) -> None:
         """Give up a grading started and never collected: the worker is mid-grading, not reused."""
         if self._sent is not None:

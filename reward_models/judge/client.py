@@ -16,7 +16,8 @@ import json
 import math
 import statistics
 import time
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypeVar
 
 from cachetools import LRUCache
 
@@ -41,6 +42,8 @@ from arbiter.reward_models.judge.types import (
 )
 from arbiter.reward_models.judge.verdicts import parse_preference, parse_verdict
 from arbiter.reward_models.usage import ModelUsage
+
+_Parsed = TypeVar("_Parsed", Verdict, Preference)
 
 __all__ = ["JudgeClient"]
 
@@ -203,21 +206,14 @@ class JudgeClient:
         """
         params = dataclasses.replace(params or SamplingParams(), max_level=len(criterion.levels))
 
-        async def vote(v: int) -> tuple[Verdict, JudgeReply, bool]:
-            for attempt in range(parse_retries + 1):
-                reply, hit = await self.ask(
-                    messages, params, vote=v + attempt * votes, deadline=deadline
-                )
-                try:
-                    return parse_verdict(reply, criterion, use_logprobs=use_logprobs), reply, hit
-                except JudgeParseError as e:
-                    if attempt == parse_retries:
-                        self.usage.observe_error(e, request=False)
-                        raise
-            raise AssertionError("unreachable")
+        def verdict(reply: JudgeReply) -> Verdict:
+            return parse_verdict(reply, criterion, use_logprobs=use_logprobs)
+
+        def vote(v: int) -> Awaitable[tuple[Verdict, JudgeReply, bool]]:
+            return self._parsed(messages, params, verdict, v, votes, parse_retries, deadline)
 
         answers = await asyncio.gather(*(vote(v) for v in range(votes)))
-        verdicts = tuple(verdict for verdict, _, _ in answers)
+        verdicts = tuple(found for found, _, _ in answers)
         values = [v.value for v in verdicts]
         value = (
             statistics.median(values) if aggregate == "median" else math.fsum(values) / len(values)
@@ -258,15 +254,14 @@ class JudgeClient:
         """
         params = params or SamplingParams()
 
+        def parsed(reply: JudgeReply) -> Preference:
+            return parse_preference(reply, use_logprobs=use_logprobs)
+
         async def preference(messages: Messages) -> Preference:
-            for attempt in range(parse_retries + 1):
-                reply, _ = await self.ask(messages, params, vote=attempt, deadline=deadline)
-                try:
-                    return self._preference(reply, use_logprobs, final=attempt == parse_retries)
-                except JudgeParseError:
-                    if attempt == parse_retries:
-                        raise
-            raise AssertionError("unreachable")
+            found, _, _ = await self._parsed(
+                messages, params, parsed, 0, 1, parse_retries, deadline
+            )
+            return found
 
         if not self.position_swap:
             only = await preference(candidate_first)
@@ -280,12 +275,33 @@ class JudgeClient:
             return PairwiseResult((one.p_a + (1.0 - two.p_a)) / 2, True, one, two)
         return PairwiseResult(1.0 if wins[0] else 0.0, True, one, two)
 
-    def _preference(
-        self, reply: JudgeReply, use_logprobs: bool, *, final: bool = True
-    ) -> Preference:
-        try:
-            return parse_preference(reply, use_logprobs=use_logprobs)
-        except JudgeError as e:
-            if final:
-                self.usage.observe_error(e, request=False)
-            raise
+    async def _parsed(
+        self,
+        messages: Messages,
+        params: SamplingParams,
+        parse: Callable[[JudgeReply], _Parsed],
+        vote: int,
+        stride: int,
+        retries: int,
+        deadline: float | None,
+    ) -> tuple[_Parsed, JudgeReply, bool]:
+        """Ask and parse; an answer without a verdict is asked again, ``retries`` times at most.
+
+        Each retry is a vote of its own (``vote + stride * attempt``): a sampling judge
+        draws anew, and the cache keeps the answer that failed apart.
+
+        Raises:
+            JudgeParseError: the last answer had no verdict either (counted once).
+        """
+        attempt = 0
+        while True:
+            reply, hit = await self.ask(
+                messages, params, vote=vote + stride * attempt, deadline=deadline
+            )
+            try:
+                return parse(reply), reply, hit
+            except JudgeParseError as e:
+                if attempt >= retries:
+                    self.usage.observe_error(e, request=False)
+                    raise
+            attempt += 1

@@ -24,7 +24,7 @@ from arbiter.graders.types import FailureKind, GradeResult, Sample, ViolationTyp
 from arbiter.reward_models.judge import JudgeClient, OpenAIChatBackend
 from arbiter.reward_models.judge.injection import find_injections
 from arbiter.reward_models.judge.prompts import load_template
-from arbiter.rubrics import build_rubric, compose
+from arbiter.rubrics import Rubric, build_rubric, compose
 from tests.reward_models.openai_server import save_tiny_lm, transformers_serve
 from tests.reward_models.persuadable_judge import persuadable_judge, persuaded_answer
 
@@ -88,15 +88,22 @@ CONFIG = {
         }
     ],
 }
-RUBRIC = build_rubric(
-    {
-        "name": "judged",
-        "version": 1,
-        "components": {"judge": {"grader": "llm_judge", "required": True, "config": CONFIG}},
-        "penalties": [{"violation": "judge_injection", "penalty": 1.0}],
-        "clip": [0.0, 1.0],
-    }
-)
+
+
+def _rubric(name: str, config: dict[str, object]) -> Rubric:
+    """The judge alone, required, and the whole reward for a judge_injection."""
+    return build_rubric(
+        {
+            "name": name,
+            "version": 1,
+            "components": {"judge": {"grader": "llm_judge", "required": True, "config": config}},
+            "penalties": [{"violation": "judge_injection", "penalty": 1.0}],
+            "clip": [0.0, 1.0],
+        }
+    )
+
+
+RUBRIC = _rubric("judged", CONFIG)
 
 
 @pytest.fixture(scope="module")
@@ -192,15 +199,7 @@ PAIRWISE = {
     "mode": "pairwise",
     "criteria": [{"name": "correctness", "description": "Is the answer right?"}],
 }
-PAIRWISE_RUBRIC = build_rubric(
-    {
-        "name": "judged-pairwise",
-        "version": 1,
-        "components": {"judge": {"grader": "llm_judge", "required": True, "config": PAIRWISE}},
-        "penalties": [{"violation": "judge_injection", "penalty": 1.0}],
-        "clip": [0.0, 1.0],
-    }
-)
+PAIRWISE_RUBRIC = _rubric("judged-pairwise", PAIRWISE)
 
 
 @pytest.mark.parametrize(
