@@ -61,6 +61,20 @@ UNITS_EVERY_S = 0.05
 _PLANS: OrderedDict[str, CheckPlan | str] = OrderedDict()
 
 
+def peak_rss_mb() -> int:
+    """This process image's peak resident memory, in MiB (``VmHWM``).
+
+    Not ``getrusage``'s ``ru_maxrss``: across ``exec`` that keeps the peak of the
+    process that started us, so a worker started by a service holding a model
+    would read as large from its first grading and be replaced after every one.
+    """
+    with open("/proc/self/status", "rb") as status:
+        for line in status:
+            if line.startswith(b"VmHWM:"):
+                return int(line.split()[1]) >> 10
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+
+
 def _plan(task: dict[str, Any]) -> CheckPlan:
     """Plan the task's tests once per key; a task whose tests do not plan stays refused."""
     key = str(task["key"])
@@ -191,8 +205,7 @@ def grade(request: dict[str, Any], chan_fd: int, deadline_fd: int, ctrl: socket.
         flags=channel.flags[:20],
         pipelined=channel.pipelined,
     )
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
-    done["recycle"] = peak_mb > RECYCLE_RSS_MB
+    done["recycle"] = peak_rss_mb() > RECYCLE_RSS_MB
     channel.sock.close()
     view.close()
     _send(ctrl, done)

@@ -85,3 +85,41 @@ def test_a_grading_handed_over_before_the_child_answers_is_collected_whole(
     assert report.load_error == ("load_error", "NameError: no f")
     assert report.units == 1
     assert taken in host._all and "early" in taken.planned
+
+
+_LARGE_STARTER = """
+import socket, sys, time
+from arbiter.graders.sandbox._frames import send_frame
+from arbiter.graders.sandbox.checks_host import ChecksHost, TrustedLimits
+from arbiter.graders.sandbox.clock import RunDeadline
+
+held = bytearray(1200 << 20)
+for i in range(0, len(held), 4096):
+    held[i] = 1
+host = ChecksHost(1)
+host.start()
+ours, theirs = socket.socketpair()
+deadline = RunDeadline(time.monotonic(), 30.0)
+task = {"op": "grade", "max_bytes": 1 << 20,
+        "task": {"key": "k", "tests": "assert f(1) == 1\\n", "entry_point": "f"}}
+with host.worker(30.0) as checks:
+    checks.start(task, ours, deadline, TrustedLimits())
+    send_frame(theirs, {"ready": False, "type": "NameError", "message": "no f"})
+    report = checks.result()
+    taken = checks._worker
+print(report.load_error is not None, taken in host._all)
+host.close()
+"""
+
+
+def test_a_worker_started_by_a_large_service_is_not_taken_for_large() -> None:
+    # A service holding a model is large; the workers it starts are not, and
+    # must not be replaced after every grading as if they had grown.
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _LARGE_STARTER], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]
