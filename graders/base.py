@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from arbiter.graders.types import FailureKind, GradeResult, Sample, Violation
+
+if TYPE_CHECKING:
+    from arbiter.graders.registry import GraderRegistry
 
 __all__ = ["Grader", "GraderConfig"]
 
@@ -69,6 +72,12 @@ class Grader(ABC, Generic[ConfigT]):
         A grader may then start only what they need (the unit-test grader: no
         compilers for a Python batch). A service, which cannot know, never calls
         it, and :meth:`warm` starts everything. The default ignores it.
+        """
+
+    def attach(self, registry: GraderRegistry) -> None:
+        """Hear which registry built this instance (a grader that reads another's runs).
+
+        The default needs none.
         """
 
     def close(self) -> None:

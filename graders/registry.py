@@ -86,6 +86,7 @@ class GraderRegistry:
         if grader is None:
             grader = self.get(name)()
             self._instances[name] = grader
+            grader.attach(self)
         return grader
 
     async def warm(self, names: Iterable[str], samples: Sequence[Sample] | None = None) -> None:
@@ -129,6 +130,7 @@ BUILT_IN: dict[str, str] = {
     "reward_model": "arbiter.graders.reward_model:RewardModelGrader",
     "bandit": "arbiter.graders.bandit:BanditGrader",
     "unit_tests": "arbiter.graders.unit_tests:UnitTestsGrader",
+    "hidden_tests": "arbiter.graders.hidden_tests:HiddenTestsGrader",
     "violations": "arbiter.graders.violations:ViolationsGrader",
     "answer": "arbiter.graders.answers.grader:AnswerGrader",
     "instructions": "arbiter.graders.instructions:InstructionsGrader",

@@ -50,7 +50,7 @@ import time
 import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
@@ -58,6 +58,12 @@ from pydantic import Field, field_validator
 from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.code import extract_source
 from arbiter.graders.credit import ours
+from arbiter.graders.hidden_cases import (
+    HiddenCases,
+    HiddenCaseStore,
+    derive_hidden_cases,
+    entry_point_of,
+)
 from arbiter.graders.languages import language as language_named
 from arbiter.graders.languages.base import (
     Language,
@@ -200,6 +206,18 @@ class UnitTestsConfig(GraderConfig):
             "memory_limit, output_limit) as 0.0, their kind kept in details.failure_kind; "
             "false leaves them unscored, for the rubric's on_missing to decide."
         ),
+    )
+
+    hidden_cases: bool = Field(
+        default=False,
+        description=(
+            "python_function tasks with a reference: also run the candidate, in the same run, "
+            "on hidden cases derived from the reference (arbiter.graders.hidden_cases). They "
+            "never count in this score: a hidden_tests component reads them."
+        ),
+    )
+    max_hidden_cases: int = Field(
+        default=24, ge=1, le=256, description="The most hidden cases a task gets."
     )
 
     max_result_bytes: int = Field(
@@ -529,6 +547,36 @@ def _report_details(report: RunReport | None) -> dict[str, Any] | None:
 BUILD_WALL_FACTOR = 8.0
 #: Tasks whose reference run time is remembered.
 _REFERENCE_CACHE = 4096
+#: Gradings kept for a hidden_tests component that asks after its tests component.
+_SHARED_GRADINGS = 4096
+
+
+def _with_hidden(
+    result: GradeResult, hidden: HiddenCases, outcomes: Sequence[UnitOutcome]
+) -> GradeResult:
+    """Add how the hidden cases went to ``details["hidden"]``: counts only, never a case.
+
+    A case with no outcome (the candidate's module did not load, the setup
+    failed, its run ended first) failed.
+    """
+    total = len(hidden.cases)
+    if total == 0:
+        summary: dict[str, Any] = {"total": 0, "reason": hidden.reason}
+    else:
+        mine = [o for o in outcomes if o.line < 0]
+        passed = sum(o.passed for o in mine)
+        failures: collections.Counter[str] = collections.Counter(
+            o.outcome for o in mine if not o.passed
+        )
+        if len(mine) < total:
+            failures["not_run"] += total - len(mine)
+        summary = {
+            "total": total,
+            "passed": passed,
+            "failed": total - passed,
+            "failures": dict(failures),
+        }
+    return result.model_copy(update={"details": {**result.details, "hidden": summary}})
 
 
 def _slowest_run_s(details: dict[str, Any]) -> float | None:
@@ -596,6 +644,13 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         self._expected: tuple[set[str], bool, bool] | None = None
         #: Repository tasks' snapshots, environments and workspaces (on first use).
         self._repositories: RepositoryGrading | None = None
+        #: Hidden cases by task content (derived once per task, kept on disk).
+        self.hidden = HiddenCaseStore()
+        #: Gradings a hidden_tests component shares with its tests component:
+        #: (sample's id(), config) -> (the sample, its grading's future).
+        self._shared: OrderedDict[tuple[int, str], tuple[Sample, Future[GradeResult]]] = (
+            OrderedDict()
+        )
 
     @property
     def pool(self) -> SandboxPool:
@@ -688,7 +743,51 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             return self._threads
 
     async def grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
-        """Grade one sample in a worker thread (sandbox I/O and trusted tests block)."""
+        """Grade one sample in a worker thread (sandbox I/O and trusted tests block).
+
+        With ``hidden_cases``, a grading is shared with the rubric's hidden_tests
+        component (:meth:`shared_grade`): one run answers both.
+        """
+        if config.hidden_cases:
+            return await self.shared_grade(sample, config)
+        return await self._grade_in_thread(sample, config)
+
+    async def shared_grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
+        """Grade ``sample`` once for every component that asks with the same config.
+
+        The first to ask grades; the others wait for its result (kept a while
+        for one that asks later). A grading that raised or was cancelled is not
+        shared: a later asker grades on its own.
+        """
+        key = (id(sample), config.model_dump_json())
+        with self._pool_lock:
+            entry = self._shared.get(key)
+            if entry is not None and entry[0] is sample and not entry[1].cancelled():
+                shared: Future[GradeResult] | None = entry[1]
+            else:
+                shared = None
+                mine: Future[GradeResult] = Future()
+                # The sample is held with its future: its id() is not reused meanwhile.
+                self._shared[key] = (sample, mine)
+                while len(self._shared) > _SHARED_GRADINGS:
+                    self._shared.popitem(last=False)
+        if shared is not None:
+            try:
+                return await asyncio.shield(asyncio.wrap_future(shared))
+            except Exception:
+                return await self._grade_in_thread(sample, config)
+        try:
+            result = await self._grade_in_thread(sample, config)
+        except BaseException as e:
+            with self._pool_lock:
+                if self._shared.get(key, (None, None))[1] is mine:
+                    del self._shared[key]
+            mine.set_exception(e if isinstance(e, Exception) else RuntimeError("cancelled"))
+            raise
+        mine.set_result(result)
+        return result
+
+    async def _grade_in_thread(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         loop = asyncio.get_running_loop()
         # The runner's credit listener must reach the runs (see graders.sandbox.clock).
         context = contextvars.copy_context()
@@ -931,6 +1030,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         if plan.units == 0:
             return self.failed(FailureKind.COLLECTION_ERROR, "the tests contain no assert")
         limits = config.limits()
+        hidden = self._hidden_cases(task, config) if config.hidden_cases else None
         task_key = _task_key(
             key, task.setup_code, helpers, task.entry_point, task.reference, classes
         )
@@ -948,6 +1048,12 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             },
             "max_bytes": config.max_result_bytes,
         }
+        if hidden is not None and hidden.cases:
+            request["task"].update(  # type: ignore[attr-defined]
+                key=f"{task_key}:{hidden.digest}",
+                hidden=[[c.call, c.expected] for c in hidden.cases],
+                hidden_entry_point=hidden.entry_point,
+            )
         # The worker is taken once a place is held and before the run starts: only
         # runs about to start hold one, and its start is ours, never the run's.
         holding = functools.partial(self.checks.worker, key=task_key)
@@ -962,7 +1068,44 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             checks = run.held.result()
         if checks.plan_error is not None:
             return self.failed(FailureKind.COLLECTION_ERROR, checks.plan_error)
-        return self._function_result(code, plan, checks, run.report, config)
+        result = self._function_result(code, plan, checks, run.report, config)
+        if hidden is None:
+            return result
+        return _with_hidden(result, hidden, checks.outcomes)
+
+    def _hidden_cases(self, task: TaskSpec, config: UnitTestsConfig) -> HiddenCases:
+        """The task's hidden cases, derived from its reference once (see graders.hidden_cases)."""
+        if task.kind != "python_function" or not task.reference:
+            return HiddenCases("", (), reason="the task has no reference to derive cases from")
+        tests = task.tests if isinstance(task.tests, str) else "\n".join(map(str, task.tests))
+        entry = task.entry_point or entry_point_of(tests, task.reference)
+        if entry is None:
+            return HiddenCases("", (), reason="the tests call no one function of the reference")
+        if task.classes and entry in task.classes:
+            return HiddenCases(entry, (), reason="the entry point is a class")
+        reference = task.reference
+        if task.setup_code:
+            reference = f"{task.setup_code}\n{reference}"
+        key = self.hidden.key(tests, entry, reference, config.max_hidden_cases)
+        # The reference's runs are the task's one-time cost, ours: never the candidate's.
+        limits = dataclasses.replace(config.limits(), max_output_bytes=8 << 20)
+
+        def run(code: str, stdin: bytes) -> tuple[int | None, bytes]:
+            report = self.pool.run_script(code, stdin, limits)
+            return report.exit_code, report.stdout
+
+        def derive() -> HiddenCases:
+            with ours():
+                return derive_hidden_cases(
+                    run,
+                    tests=tests,
+                    reference=reference,
+                    entry_point=entry,
+                    seed=key,
+                    max_cases=config.max_hidden_cases,
+                )
+
+        return self.hidden.get(key, derive)
 
     def _function_result(
         self,
@@ -973,7 +1116,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         config: UnitTestsConfig,
     ) -> GradeResult:
         """Score what a checks worker concluded and what the sandbox saw of the run."""
-        outcomes = list(checks.outcomes)
+        outcomes = [o for o in checks.outcomes if o.line >= 0]  # hidden ones are not this score's
         load_error = checks.load_error
         violations: list[Violation] = []
         if checks.trusted_limit is not None and load_error is None:

@@ -14,7 +14,9 @@ The order of operations is fixed and documented because it changes numbers:
 2. **Combine**: the weighted sum, or the formula.
 3. **Gates**, in order: when the condition holds, the reward is capped at
    ``cap`` and/or raised to ``floor``. A gate whose condition reads a missing
-   component applies: without the evidence, the reward cannot claim more.
+   component applies: without the evidence, the reward cannot claim more. A
+   gate that reads a component left out as not applicable (decided by the task,
+   never by the candidate) does not: that component is no part of this reward.
 4. **Penalties**: each violation type observed on any component subtracts its
    penalty (once, or per occurrence up to ``max_penalty``). Penalties come after
    gates so a gate can never absorb them.
@@ -186,6 +188,10 @@ def _value(
 
     applied: list[AppliedGate] = []
     for gate in rubric.gates:
+        if gate.condition.names & set(skipped):
+            # A component left out as not applicable (hidden_tests on a task with
+            # no reference) is no part of this reward: a gate over it does not apply.
+            continue
         if not gate.condition.names <= env.keys():
             reason = "its condition reads a component without a score"
         else:

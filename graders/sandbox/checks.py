@@ -45,6 +45,7 @@ from arbiter.graders.sandbox.syntax import parse_module
 __all__ = [
     "CheckPlan",
     "CheckPlanError",
+    "HiddenRun",
     "TrustedLimit",
     "UnitOutcome",
     "plan_function_tests",
@@ -619,6 +620,7 @@ def run_plan(
     load: LoadResult,
     entry_point: str | None,
     on_outcome: Callable[[UnitOutcome], None] | None = None,
+    hidden: HiddenRun | None = None,
 ) -> list[UnitOutcome]:
     """Run every statement against the loaded candidate; one outcome per unit or failed setup.
 
@@ -626,7 +628,9 @@ def run_plan(
     global read), or that reads a name the tests need from the candidate and
     the candidate left out, fails every unit: the failure happens only with
     the candidate's code. One that fails without touching it is the task's.
-    ``on_outcome`` is told each unit's outcome as it is known.
+    ``on_outcome`` is told each unit's outcome as it is known. ``hidden`` cases
+    (:mod:`arbiter.graders.hidden_cases`) run after the visible units, their
+    outcomes at lines ``-1``, ``-2``, ... with no source.
 
     Raises:
         CheckPlanError: the task's own helpers or setup failed, the candidate untouched.
@@ -637,7 +641,7 @@ def run_plan(
     module.__dict__["__builtins__"] = builtins
     sys.modules[_TESTS_MODULE] = module
     try:
-        return _run_plan(plan, channel, load, entry_point, on_outcome, module.__dict__)
+        return _run_plan(plan, channel, load, entry_point, on_outcome, module.__dict__, hidden)
     finally:
         if sys.modules.get(_TESTS_MODULE) is module:
             del sys.modules[_TESTS_MODULE]
@@ -653,6 +657,7 @@ def _run_plan(
     entry_point: str | None,
     on_outcome: Callable[[UnitOutcome], None] | None,
     namespace: dict[str, object],
+    hidden: HiddenRun | None = None,
 ) -> list[UnitOutcome]:
     # Shapes the candidate returns (a dataclass of the prompt's) become this side's classes.
     channel.classes = plan.classes
@@ -701,6 +706,64 @@ def _run_plan(
             if on_outcome is not None:
                 on_outcome(result)
     channel.drain_ahead()
+    if hidden is not None and hidden.cases:
+        for result in _run_hidden(hidden, channel):
+            outcomes.append(result)
+            if on_outcome is not None:
+                on_outcome(result)
+    return outcomes
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenRun:
+    """Hidden cases for one grading: the entry point, and ``(args, kwargs, expected)`` each."""
+
+    entry_point: str
+    cases: tuple[tuple[tuple[Any, ...], dict[str, Any], Any], ...]
+    compare: Callable[[Any, Any], bool]
+
+
+#: One hidden case, run as a unit would be: its call crosses like any test's.
+_HIDDEN_CODE = compile(
+    "assert __arbiter_same__(__arbiter_fn__(*__arbiter_case__[0], **__arbiter_case__[1]), "
+    "__arbiter_case__[2])",
+    "<hidden>",
+    "exec",
+    dont_inherit=True,
+)
+
+
+def _run_hidden(hidden: HiddenRun, channel: Channel) -> list[UnitOutcome]:
+    """Call the entry point on each hidden case, in a namespace of their own.
+
+    Their calls are sent ahead in batches (their arguments are literals, and
+    nothing else runs between them), so they cost the candidate's work and
+    little else. A hidden case's outcome carries no source and no message:
+    what it was is not to be shown.
+    """
+    namespace: dict[str, object] = {
+        "__builtins__": builtins,
+        "__arbiter_fn__": CandidateFunction(channel, hidden.entry_point),
+        "__arbiter_same__": hidden.compare,
+    }
+    statement = Statement(-1, "", _HIDDEN_CODE, True)
+    outcomes: list[UnitOutcome] = []
+    at = 0
+    while at < len(hidden.cases):
+        batch: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
+        size = 0
+        for args, kwargs, _ in hidden.cases[at : at + MAX_AHEAD_CALLS]:
+            size += len(repr(args)) + len(repr(kwargs))
+            if batch and size > MAX_AHEAD_BYTES:
+                break
+            batch.append((hidden.entry_point, args, kwargs))
+        channel.send_ahead(batch)
+        for case in hidden.cases[at : at + len(batch)]:
+            at += 1
+            namespace["__arbiter_case__"] = case
+            result = _run_statement(statement, namespace, channel)
+            outcomes.append(UnitOutcome(-at, "", result.outcome))
+        channel.drain_ahead()
     return outcomes
 
 

@@ -24,6 +24,7 @@ frame with what the channel saw.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import gc
 import resource
@@ -35,11 +36,13 @@ import warnings
 from collections import OrderedDict
 from typing import Any
 
+from arbiter.graders.hidden_cases import same_value
 from arbiter.graders.sandbox import _linux as kernel
 from arbiter.graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
 from arbiter.graders.sandbox.checks import (
     CheckPlan,
     CheckPlanError,
+    HiddenRun,
     TrustedLimit,
     UnitOutcome,
     plan_function_tests,
@@ -99,6 +102,30 @@ def _plan(task: dict[str, Any]) -> CheckPlan:
         _PLANS.move_to_end(key)
     if isinstance(found, str):
         raise CheckPlanError(found)
+    return found
+
+
+_HIDDEN: OrderedDict[str, HiddenRun] = OrderedDict()
+
+
+def _hidden(task: dict[str, Any]) -> HiddenRun | None:
+    """The task's hidden cases, decoded once per key (our own literals: trusted data)."""
+    cases = task.get("hidden")
+    if not cases:
+        return None
+    key = str(task["key"])
+    found = _HIDDEN.get(key)
+    if found is None:
+        decoded = []
+        for call, expected in cases:
+            args, kwargs = ast.literal_eval(call)
+            decoded.append((tuple(args), dict(kwargs), ast.literal_eval(expected)))
+        found = HiddenRun(str(task["hidden_entry_point"]), tuple(decoded), same_value)
+        _HIDDEN[key] = found
+        while len(_HIDDEN) > MAX_PLANS:
+            _HIDDEN.popitem(last=False)
+    else:
+        _HIDDEN.move_to_end(key)
     return found
 
 
@@ -180,7 +207,14 @@ def grade(request: dict[str, Any], chan_fd: int, deadline_fd: int, ctrl: socket.
                     _send(ctrl, {"op": "units", "units": pending})
                     pending.clear()
 
-            results = run_plan(plan, channel, load, task.get("entry_point"), on_outcome=tell)
+            results = run_plan(
+                plan,
+                channel,
+                load,
+                task.get("entry_point"),
+                on_outcome=tell,
+                hidden=_hidden(task),
+            )
             for outcome in results[sent:]:  # a failed setup's outcomes come all at once
                 tell(outcome)
     except TrustedLimit:
