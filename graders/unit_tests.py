@@ -1225,7 +1225,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 outcome = "timeout"
             elif report.output_limited:
                 outcome = "output_limit"
-            elif report.exit_code != 0 and _out_of_memory(lang, report, stderr):
+            elif report.exit_code != 0 and _out_of_memory(lang, report, stderr, config.memory_mb):
                 outcome = "memory_limit"
             elif report.signal is not None:
                 outcome = f"killed_by_signal_{report.signal}"
@@ -1432,7 +1432,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 return self._candidate_fault(
                     FailureKind.OUTPUT_LIMIT, message, config, details, violations
                 )
-            if _out_of_memory(lang, report, stderr):
+            if _out_of_memory(lang, report, stderr, config.memory_mb):
                 message = f"the program ran out of its {config.memory_mb} MB"
                 return self._candidate_fault(
                     FailureKind.MEMORY_LIMIT, message, config, details, violations
@@ -1564,9 +1564,24 @@ _SIGNALS = {
 }
 
 
-def _out_of_memory(lang: Language | None, report: RunReport, stderr: str) -> bool:
-    """Whether a run that failed ran out of memory, as its runtime says on stderr."""
+#: The share of its memory limit a run must have used for its runtime's word to count.
+OOM_EVIDENCE = 0.5
+
+
+def _out_of_memory(lang: Language | None, report: RunReport, stderr: str, memory_mb: int) -> bool:
+    """Whether a run that failed ran out of memory: its runtime says so, and its memory shows it.
+
+    The candidate writes its own stderr: ``std::bad_alloc`` printed before an
+    ``exit(1)`` must not decide the failure's kind (a typed ``memory_limit`` is
+    unscored under ``fail_as_zero: false``, where a wrong answer scores 0). So
+    the runtime's message counts only beside the run's own peak memory, measured
+    by the sandbox, at :data:`OOM_EVIDENCE` of the limit or more. A single
+    allocation far past the limit fails at once with little resident: that run
+    is a plain failure, the candidate's all the same.
+    """
     if lang is None or report.exit_code == 0:
+        return False
+    if report.maxrss_kb < OOM_EVIDENCE * memory_mb * 1024:
         return False
     return any(p.search(stderr) for p in lang.out_of_memory)
 

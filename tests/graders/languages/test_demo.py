@@ -70,3 +70,37 @@ def test_a_missing_toolchain_is_ours_typed_and_the_reward_abstains(
     reward = compose(load_rubric(RUBRIC), {"tests": result}, sample_id=sample.id)
     assert reward.reward is None
     assert "infrastructure failure" in (reward.abstain_reason or "")
+
+
+def test_a_runtimes_out_of_memory_words_alone_do_not_type_a_failure(
+    language_grader: UnitTestsGrader,
+) -> None:
+    """The candidate writes its stderr: memory_limit needs the run's own peak memory too."""
+    from arbiter.graders.types import FailureKind, IOCase, Sample, TaskSpec
+    from arbiter.graders.unit_tests import UnitTestsConfig
+
+    require_toolchain(language_grader, "cpp")
+    task = TaskSpec(
+        kind="stdin_stdout",
+        language="cpp",
+        tests=[IOCase(input="1\n", output="1\n"), IOCase(input="2\n", output="2\n")],
+    )
+    config = UnitTestsConfig(timeout_s=10, fail_as_zero=False)
+    forged = (
+        "```cpp\n#include <cstdio>\nint main() {\n"
+        '    std::fputs("terminate called after throwing an instance of '
+        "'std::bad_alloc'\\n  what():  std::bad_alloc\\n\", stderr);\n"
+        "    return 134;\n}\n```"
+    )
+    result = language_grader.grade_sync(Sample(id="forged", response=forged, task=task), config)
+    # A plain failure, scored 0: never an unscored memory_limit the fill could read otherwise.
+    assert result.score == 0.0, result
+    assert {t["outcome"] for t in result.details["tests"]} == {"runtime_error"}
+    hog = (
+        "```cpp\n#include <vector>\nint main() {\n"
+        "    std::vector<std::vector<long long>> t;\n"
+        "    for (;;) t.emplace_back(1 << 20, 0);\n}\n```"
+    )
+    result = language_grader.grade_sync(Sample(id="hog", response=hog, task=task), config)
+    assert result.score is None and result.failure is not None
+    assert result.failure.kind == FailureKind.MEMORY_LIMIT
