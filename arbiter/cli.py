@@ -256,6 +256,95 @@ def rubric_validate(
         raise typer.Exit(1)
 
 
+@rubric_app.command("publish")
+def rubric_publish(
+    path: Annotated[Path, typer.Argument(help="The rubric file.")],
+    url: Annotated[
+        str, typer.Option("--url", envvar="ARBITER_URL", help="The service to register it with.")
+    ],
+    key: Annotated[
+        str | None,
+        typer.Option("--key", envvar="ARBITER_API_KEY", help="An admin key of that service."),
+    ] = None,
+    lint: Annotated[
+        Path | None,
+        typer.Option(
+            "--lint",
+            help="A task set the rubric will grade: lint its tests first (as `arbiter tasks "
+            "lint`, under the rubric's unit_tests config) and publish only if no task is weak.",
+        ),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="The --lint set's format.")] = "jsonl",
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Folder for the lint's report.html/json.")
+    ] = None,
+    allow_weak: Annotated[
+        bool, typer.Option("--allow-weak", help="Publish even if the lint finds weak tasks.")
+    ] = False,
+    models_path: ModelsOption = None,
+    plugins: PluginsOption = None,
+) -> None:
+    """Validate a rubric, lint the tasks it will grade, and register it with a service."""
+    import httpx
+
+    from arbiter.client import ArbiterClient, ArbiterError
+    from arbiter.graders.unit_tests import UnitTestsConfig
+    from arbiter.repository_cli import lint_set
+
+    models = _models_file(models_path)
+    registry, _ = _registry(models, plugins)
+    try:
+        text = path.read_text(encoding="utf-8")
+        rubric = load_rubric(path, registry)
+    except RubricError as e:
+        for issue in e.issues:
+            err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except OSError as e:
+        err.print(f"{path}: cannot read: {e.strerror}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    if lint is not None:
+        configs = [c.config for c in rubric.components.values() if c.grader == "unit_tests"]
+        config = configs[0] if configs else UnitTestsConfig()
+        assert isinstance(config, UnitTestsConfig)
+        hidden = any(c.grader == "hidden_tests" for c in rubric.components.values())
+        summary = lint_set(lint, fmt, config=config, report=report, hidden=hidden, quiet=True)
+        out.print(
+            f"lint  {lint}: {summary['tasks']} tasks, {summary['weak']} weak, "
+            f"{summary['fine']} fine, {summary['strong']} strong",
+            markup=False,
+            highlight=False,
+        )
+        for task_id, reasons in summary["weak_tasks"].items():
+            err.print(f"weak  {task_id}: {'; '.join(reasons)}", markup=False, soft_wrap=True)
+        if summary["weak"] and not allow_weak:
+            err.print(
+                f"not published: {summary['weak']} weak task(s) would pay what their tests "
+                "cannot tell (fix them, or --allow-weak)",
+                markup=False,
+            )
+            raise typer.Exit(1)
+    try:
+        with ArbiterClient(url, key) as client:
+            answer = client.register_rubric(text)
+    except ArbiterError as e:
+        err.print(f"not published: {e}", markup=False, soft_wrap=True)
+        errors = e.body.get("errors") if isinstance(e.body, dict) else None
+        for issue in errors or []:
+            err.print(f"  {issue}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    except httpx.HTTPError as e:
+        err.print(f"not published: {url} did not answer: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    identity = answer["rubric"]
+    out.print(
+        f"{'published' if answer['created'] else 'already there'}  {identity['name']} "
+        f"v{identity['version']}  sha256:{identity['sha256'][:16]}",
+        markup=False,
+        highlight=False,
+    )
+
+
 @rubric_app.command("show")
 def rubric_show(
     path: Annotated[Path, typer.Argument(help="A rubric file.")],

@@ -334,6 +334,17 @@ class ArbiterClient:
         )
         return _batch(response)
 
+    def register_rubric(self, text: str) -> dict[str, Any]:
+        """Register a rubric version (an admin key): ``{"rubric": identity, "created": bool}``.
+
+        Raises:
+            ArbiterError: the service refused it (``invalid_rubric`` lists each error
+                with its line and column; ``version_conflict`` when the version exists
+                with other text).
+        """
+        answer: dict[str, Any] = self.request("POST", "/v1/rubrics", json={"yaml": text}).json()
+        return answer
+
     def rubric(self, name: str) -> dict[str, Any]:
         """Return the latest version of rubric ``name``: text, identity and resolved form."""
         entries = self.request("GET", "/v1/rubrics").json()

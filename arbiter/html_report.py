@@ -261,7 +261,16 @@ def lint_html(linted: Sequence[Any], *, source: str) -> str:
     summary = summary_of(linted)
     grade_class = {"weak": "bad", "strong": "ok", "fine": ""}
     counts = _table(
-        ["tasks", "weak", "fine", "strong", "mutants", "killed", "median mutation score"],
+        [
+            "tasks",
+            "weak",
+            "fine",
+            "strong",
+            "mutants",
+            "killed",
+            "median mutation score",
+            "with hidden cases",
+        ],
         [
             [
                 summary["tasks"],
@@ -271,6 +280,7 @@ def lint_html(linted: Sequence[Any], *, source: str) -> str:
                 summary["mutants"],
                 summary["mutants_killed"],
                 _pct(summary["median_mutation_score"]),
+                _pct(summary["median_mutation_score_with_hidden"]),
             ]
         ],
     )
@@ -284,12 +294,24 @@ def lint_html(linted: Sequence[Any], *, source: str) -> str:
                 escape(task.reference),
                 escape(", ".join(passing) or "none"),
                 f"{task.killed}/{task.mutants}" if task.mutants else "—",
+                f"{task.killed_with_hidden}/{task.mutants} ({task.hidden_cases} cases)"
+                if task.mutants and task.hidden_cases
+                else "—",
                 escape("; ".join(task.reasons)),
                 escape(", ".join(task.survivors[:6]) + (" …" if len(task.survivors) > 6 else "")),
             ]
         )
     table = _table(
-        ["task", "grade", "reference", "trivial passing", "mutants killed", "why", "survivors"],
+        [
+            "task",
+            "grade",
+            "reference",
+            "trivial passing",
+            "mutants killed",
+            "with hidden cases",
+            "why",
+            "survivors",
+        ],
         rows,
     )
     thresholds = summary["thresholds"]

@@ -163,11 +163,55 @@ def tasks_lint(
     timeout_s: Annotated[
         float, typer.Option(help="Each grading's limit (a mutant that loops is killed by it).")
     ] = 3.0,
+    hidden: Annotated[
+        bool,
+        typer.Option(
+            "--hidden/--no-hidden",
+            help="Also grade mutants with hidden cases derived from the reference.",
+        ),
+    ] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q")] = False,
 ) -> None:
     """Grade each task's tests: reference, trivial candidates, mutants; weak, fine or strong."""
+    from arbiter.graders.unit_tests import UnitTestsConfig
+
+    summary = lint_set(
+        path,
+        fmt,
+        config=UnitTestsConfig(timeout_s=timeout_s),
+        report=report,
+        repeats=repeats,
+        mutants=mutants,
+        seed=seed,
+        limit=limit,
+        hidden=hidden,
+        quiet=quiet,
+    )
+    typer.echo(json.dumps({k: v for k, v in summary.items() if k != "weak_tasks"}))
+    for task_id, reasons in summary["weak_tasks"].items():
+        typer.echo(f"weak: {task_id}: {'; '.join(reasons)}")
+
+
+def lint_set(
+    path: Path,
+    fmt: str,
+    *,
+    config: Any,
+    report: Path | None = None,
+    repeats: int = 3,
+    mutants: int = 24,
+    seed: int = 0,
+    limit: int | None = None,
+    hidden: bool = True,
+    quiet: bool = False,
+) -> dict[str, Any]:
+    """Lint the tasks of the set at ``path`` (``tasks lint``, ``rubric publish --lint``).
+
+    Writes the HTML and JSON report to ``report`` when given; returns the summary.
+    Exits 2 on a set that does not read.
+    """
     from arbiter.eval_loaders import FORMATS, load_items
-    from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+    from arbiter.graders.unit_tests import UnitTestsGrader
     from arbiter.html_report import lint_html
     from arbiter.inputs import parse_samples
     from arbiter.task_lint import lint_tasks, report_json, summary_of, tasks_of
@@ -198,19 +242,17 @@ def tasks_lint(
         linted = lint_tasks(
             items,
             grader,
-            config=UnitTestsConfig(timeout_s=timeout_s),
+            config=config,
             repeats=repeats,
             max_mutants=mutants,
             seed=seed,
+            hidden=hidden,
             log=log,
         )
     finally:
         grader.close()
-    summary = summary_of(linted)
     if report is not None:
         report.mkdir(parents=True, exist_ok=True)
         (report / "report.json").write_text(report_json(linted), encoding="utf-8")
         (report / "report.html").write_text(lint_html(linted, source=str(path)), encoding="utf-8")
-    typer.echo(json.dumps({k: v for k, v in summary.items() if k != "weak_tasks"}))
-    for task_id, reasons in summary["weak_tasks"].items():
-        typer.echo(f"weak: {task_id}: {'; '.join(reasons)}")
+    return summary_of(linted)

@@ -23,8 +23,12 @@ trivial candidate fails and at least 80% of at least 10 mutants are killed) or
 ``fine``, with its reasons. A task without a reference gets the trivial
 candidates only, and at most ``fine``.
 
-Not yet here: the mutation score with the augmented (hidden) tests added, which
-waits for those tests.
+With ``hidden``, a ``python_function`` task with a reference is also graded with
+its hidden cases (:mod:`arbiter.graders.hidden_cases`: inputs mutated from the
+visible tests', answered by the reference) in the same runs: a mutant that passes
+the visible tests and fails a hidden case is killed *with the hidden cases*. The
+report gives both scores, and how many cases each task got; the grade reads
+the visible tests alone (it says what the task's own tests catch).
 """
 
 from __future__ import annotations
@@ -97,15 +101,34 @@ class LintedTask:
     killed: int = 0
     #: Survivors as ``operator @ line``: equivalent to the reference, or a hole in the tests.
     survivors: list[str] = field(default_factory=list)
+    #: The hidden cases the task got (0: none, or not asked for), and the mutants
+    #: killed by the visible tests or by them.
+    hidden_cases: int = 0
+    killed_with_hidden: int = 0
 
     @property
     def mutation_score(self) -> float | None:
         """The share of the reference's mutants the tests kill (None without mutants)."""
         return self.killed / self.mutants if self.mutants else None
 
+    @property
+    def mutation_score_with_hidden(self) -> float | None:
+        """The share killed by the visible tests and the hidden cases together."""
+        if not self.mutants or not self.hidden_cases:
+            return None
+        return self.killed_with_hidden / self.mutants
+
     def as_dict(self) -> dict[str, Any]:
-        """The task's findings as plain data, the mutation score included."""
-        return {**asdict(self), "mutation_score": self.mutation_score}
+        """The task's findings as plain data, the mutation scores included."""
+        return {
+            **asdict(self),
+            "mutation_score": self.mutation_score,
+            "mutation_score_with_hidden": self.mutation_score_with_hidden,
+        }
+
+
+def _rest(item: TaskToLint) -> tuple[str, str | None]:
+    return item.prompt, item.reference
 
 
 def _task_key(task: TaskSpec) -> str:
@@ -211,10 +234,13 @@ def lint_tasks(
     max_mutants: int = 24,
     seed: int = 0,
     concurrency: int = 8,
+    hidden: bool = True,
     log: Callable[[LintedTask], None] | None = None,
 ) -> list[LintedTask]:
     """Lint each task (see the module's docstring); results in the order of ``items``."""
     config = config or UnitTestsConfig(timeout_s=10.0)
+    if hidden:
+        config = config.model_copy(update={"hidden_cases": True})
     out: list[LintedTask] = []
     for item in items:
         linted = _lint_one(item, grader, config, repeats, max_mutants, seed, concurrency)
@@ -234,6 +260,16 @@ def _lint_one(
     concurrency: int,
 ) -> LintedTask:
     jobs: list[tuple[str, str, Sample]] = []  # (what, label, sample)
+    if (
+        config.hidden_cases
+        and item.reference is not None
+        and item.task.kind == "python_function"
+        and item.task.reference is None
+    ):
+        # The hidden cases come from the task's reference: the set's passing sample here.
+        item = TaskToLint(
+            item.id, item.task.model_copy(update={"reference": item.reference}), *_rest(item)
+        )
     if item.reference is not None:
         for i in range(repeats):
             jobs.append(("reference", str(i), _sample(item, f"reference-{i}", item.reference)))
@@ -262,16 +298,21 @@ def _lint_one(
             linted.trivial[label] = "passes" if _passed(result) else "fails"
         else:
             linted.mutants += 1
+            hidden = (result.details or {}).get("hidden") or {}
+            linted.hidden_cases = max(linted.hidden_cases, int(hidden.get("total") or 0))
             if _passed(result):
                 linted.survivors.append(label)
+                linted.killed_with_hidden += bool(hidden.get("failed"))
             else:
                 linted.killed += 1
+                linted.killed_with_hidden += 1
     if reference_runs:
         if reference_slow:
             # Past the lint's own limit: no verdict on the tests, and mutants that time
             # out would count as killed.
             linted.reference = "timeout"
             linted.mutants, linted.killed, linted.survivors = 0, 0, []
+            linted.killed_with_hidden = 0
         elif all(reference_runs):
             linted.reference = "passes"
         elif not any(reference_runs):
@@ -300,7 +341,15 @@ def _grade(linted: LintedTask) -> None:
         reasons.append("no trivial candidate could be written (no single function to call)")
     score = linted.mutation_score
     if score is not None and linted.reference == "passes":
-        reasons.append(f"{linted.killed} of {linted.mutants} mutants killed")
+        with_hidden = linted.mutation_score_with_hidden
+        reasons.append(
+            f"{linted.killed} of {linted.mutants} mutants killed"
+            + (
+                f" ({linted.killed_with_hidden} with {linted.hidden_cases} hidden cases)"
+                if with_hidden is not None
+                else ""
+            )
+        )
     weak = (
         linted.reference in ("fails", "flaky")
         or bool(passing)
@@ -321,6 +370,9 @@ def summary_of(linted: Sequence[LintedTask]) -> dict[str, Any]:
     """Counts by grade, the weak tasks with their reasons, and the mutation scores."""
     counts = {grade: sum(t.grade == grade for t in linted) for grade in ("weak", "fine", "strong")}
     scores = [t.mutation_score for t in linted if t.mutation_score is not None]
+    hidden = [
+        t.mutation_score_with_hidden for t in linted if t.mutation_score_with_hidden is not None
+    ]
     return {
         "tasks": len(linted),
         **counts,
@@ -328,6 +380,9 @@ def summary_of(linted: Sequence[LintedTask]) -> dict[str, Any]:
         "mutants": sum(t.mutants for t in linted),
         "mutants_killed": sum(t.killed for t in linted),
         "median_mutation_score": sorted(scores)[len(scores) // 2] if scores else None,
+        "tasks_with_hidden_cases": len(hidden),
+        "mutants_killed_with_hidden": sum(t.killed_with_hidden for t in linted if t.hidden_cases),
+        "median_mutation_score_with_hidden": sorted(hidden)[len(hidden) // 2] if hidden else None,
         "thresholds": {
             "weak_below": WEAK_BELOW,
             "strong_from": STRONG_FROM,

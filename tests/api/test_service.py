@@ -483,6 +483,65 @@ def test_register_list_and_read_rubrics(server: Server) -> None:
         assert admin.get(f"/v1/rubrics/{'0' * 64}").status_code == 404
 
 
+PUBLISHED_RUBRIC = """\
+name: published
+version: 1
+components:
+  tests:
+    grader: unit_tests
+    config: &run {timeout_s: 5, hidden_cases: true}
+  hidden_tests:
+    grader: hidden_tests
+    weight: 0.2
+    config: *run
+on_missing: renormalize
+"""
+
+
+def _lint_set(path, weak: bool) -> None:  # type: ignore[no-untyped-def]
+    reference = "def sub(a, b):\n    return a - b\n"
+    tests = ["assert sub(5, 3) == 2", "assert sub(1, 4) == -3", "assert sub(0, 0) == 0"]
+    if weak:  # tests that only say what the answer is not: NaN passes them
+        tests = ["assert not sub(1, 0) > 1", "assert sub(4, 2) != 3"]
+    row = {
+        "id": "sub",
+        "response": f"```python\n{reference}```",
+        "task": {"kind": "python_function", "tests": tests, "entry_point": "sub"},
+        "labels": {"expected": {"tests_pass": True}},
+    }
+    path.write_text(json.dumps(row) + "\n")
+
+
+def test_rubric_publish_lints_the_tasks_first_and_registers(server: Server, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from arbiter.cli import app
+
+    rubric = tmp_path / "published.yaml"
+    rubric.write_text(PUBLISHED_RUBRIC)
+    weak, sound = tmp_path / "weak.jsonl", tmp_path / "sound.jsonl"
+    _lint_set(weak, weak=True)
+    _lint_set(sound, weak=False)
+    publish = ["rubric", "publish", str(rubric), "--url", server.url, "--key", server.keys["admin"]]
+    runner = CliRunner()
+
+    refused = runner.invoke(app, [*publish, "--lint", str(weak), "--report", str(tmp_path / "r")])
+    assert refused.exit_code == 1, refused.output
+    assert "not published" in refused.output and "nan" in refused.output
+    assert (tmp_path / "r" / "report.html").exists()
+    with server.client("admin") as admin:
+        names = {r["name"] for r in admin.get("/v1/rubrics").json()}
+    assert "published" not in names  # nothing reached the service
+
+    done = runner.invoke(app, [*publish, "--lint", str(sound)])
+    assert done.exit_code == 0, done.output
+    assert "0 weak" in done.output and "published  published v1" in done.output
+    again = runner.invoke(app, publish)
+    assert again.exit_code == 0 and "already there" in again.output
+    trainer = runner.invoke(app, [*publish[:-1], server.keys["trainer"]])
+    assert trainer.exit_code == 1 and "not published: 403" in trainer.output
+
+
 def test_invalid_rubric_gets_the_cli_errors(server: Server) -> None:
     bad = NEW_RUBRIC.replace("name: registered", "name: broken").replace("config:", "confg:")
     with server.client("admin") as admin:

@@ -71,6 +71,19 @@ def test_tests_that_pin_the_answer_are_strong(grader: UnitTestsGrader) -> None:
     assert "compare > -> >= @ line 4" in linted.survivors
 
 
+def test_hidden_cases_kill_the_mutants_weak_tests_let_live(grader: UnitTestsGrader) -> None:
+    # Two asserts on one sign of input: the mutants of the other branch all survive them.
+    tests = ["assert sub(5, 3) == 2", "assert sub(9, 1) == 8"]
+    [linted] = lint_tasks([_task(tests)], grader, max_mutants=20)
+    [plain] = lint_tasks([_task(tests)], grader, max_mutants=20, hidden=False)
+    assert linted.hidden_cases > 0 and plain.hidden_cases == 0
+    assert linted.killed == plain.killed  # the grade reads the visible tests alone
+    assert linted.survivors and linted.killed_with_hidden > linted.killed
+    score = linted.mutation_score_with_hidden
+    assert score is not None and score > (linted.mutation_score or 0.0)
+    assert any("hidden cases" in reason for reason in linted.reasons)
+
+
 def test_a_reference_that_fails_its_own_tests_is_a_contradiction(grader: UnitTestsGrader) -> None:
     [linted] = lint_tasks([_task(["assert sub(5, 3) == 3"])], grader, max_mutants=4)
     assert linted.reference == "fails" and linted.grade == "weak"
