@@ -52,6 +52,7 @@ __all__ = [
     "HiddenCaseStore",
     "HiddenCases",
     "derive_hidden_cases",
+    "derive_program_cases",
     "hidden_cache_dir",
     "mutate_inputs",
     "same_value",
@@ -617,6 +618,81 @@ def derive_hidden_cases(
         cases.append(HiddenCase(repr(calls[i]), first[i][2]))
     reason = "" if cases else "the reference answered no derived input with a plain value"
     return HiddenCases(entry_point, tuple(cases), len(calls), dropped, reason)
+
+
+# -- programs: inputs from the task's own generator ---------------------------------------
+
+#: Appended to a task's ``input_generator`` and run in the sandbox: writes
+#: ``count`` inputs as a JSON list, each from ``generate(random.Random(seed:i))``.
+GENERATOR_DRIVER = r"""
+
+def __arbiter_generate():
+    import json, random, sys
+
+    seed, count = json.loads(sys.stdin.readline())
+    out = []
+    for i in range(count):
+        value = generate(random.Random(f"{seed}:{i}"))
+        if not isinstance(value, str):
+            raise TypeError("generate(rng) must return the program's input as a str")
+        out.append(value)
+    sys.stdout.write(json.dumps(out))
+
+
+__arbiter_generate()
+"""
+
+#: Hidden cases of a stdin/stdout task: each is a run of its own.
+MAX_PROGRAM_CASES = 6
+#: A generated input, or the reference's output on it, longer than this is dropped.
+MAX_PROGRAM_BYTES = 64 << 10
+
+
+def derive_program_cases(
+    run: RunScript,
+    *,
+    generator: str,
+    reference: str,
+    seed: str,
+    max_cases: int = MAX_PROGRAM_CASES,
+) -> HiddenCases:
+    """Hidden cases of a stdin/stdout task: its generator's inputs, its reference's outputs.
+
+    Each case's ``call`` is the input text and ``expected`` the reference's
+    stdout. An input the reference fails on (a non-zero exit, its limits) or
+    answers differently the second time is dropped.
+
+    Raises:
+        SandboxError: a run failed for a reason of ours (nothing is cached).
+    """
+    tried = max_cases * 2
+    code, stdout = run(generator + GENERATOR_DRIVER, (json.dumps([seed, tried]) + "\n").encode())
+    try:
+        inputs = json.loads(stdout.decode("utf-8")) if code == 0 else None
+    except (ValueError, UnicodeDecodeError):
+        inputs = None
+    if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+        return HiddenCases("", (), reason="the task's input generator made no list of inputs")
+    dropped: dict[str, int] = {}
+    cases: list[HiddenCase] = []
+    seen: set[str] = set()
+    for text in inputs:
+        if len(cases) >= max_cases:
+            break
+        if text in seen or len(text.encode()) > MAX_PROGRAM_BYTES:
+            dropped["repeated_or_large"] = dropped.get("repeated_or_large", 0) + 1
+            continue
+        seen.add(text)
+        first = run(reference, text.encode())
+        if first[0] != 0 or len(first[1]) > MAX_PROGRAM_BYTES:
+            dropped["reference_failed"] = dropped.get("reference_failed", 0) + 1
+            continue
+        if run(reference, text.encode()) != first:
+            dropped["nondeterministic"] = dropped.get("nondeterministic", 0) + 1
+            continue
+        cases.append(HiddenCase(text, first[1].decode("utf-8", "replace")))
+    reason = "" if cases else "the reference answered none of the generated inputs"
+    return HiddenCases("", tuple(cases), len(inputs), dropped, reason)
 
 
 # -- comparing on the trusted side -------------------------------------------------------------

@@ -53,11 +53,12 @@ class HiddenTestsGrader(Grader[UnitTestsConfig]):
     async def grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         """Read the hidden cases' outcomes from the (shared) unit-test grading."""
         task = sample.task
-        if not (isinstance(task, TaskSpec) and task.kind == "python_function" and task.reference):
+        if not _has_hidden_cases(task):
             # Decided by the task alone: nothing the candidate writes makes this term go away.
             return self.failed(
                 FailureKind.NOT_APPLICABLE,
-                "hidden cases come from a python_function task's reference; this task has none",
+                "hidden cases come from a python_function task's reference, or a Python "
+                "stdin_stdout task's reference and input_generator; this task has neither",
             )
         shared = config if config.hidden_cases else config.model_copy(update={"hidden_cases": True})
         result = await self.unit_tests.shared_grade(sample, shared)
@@ -97,3 +98,12 @@ class HiddenTestsGrader(Grader[UnitTestsConfig]):
         passed, total = hidden["passed"], hidden["total"]
         score = score_outcomes(passed, total, partial_credit=config.partial_credit)
         return self.scored(score, details=details)
+
+
+def _has_hidden_cases(task: object) -> bool:
+    """Whether the task can have hidden cases (whether it has any, its derivation says)."""
+    if not isinstance(task, TaskSpec) or not task.reference:
+        return False
+    if task.kind == "python_function":
+        return True
+    return task.kind == "stdin_stdout" and task.language == "python" and bool(task.input_generator)

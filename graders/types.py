@@ -273,6 +273,14 @@ class TaskSpec(_Frozen):
         ),
     )
     reference: str | None = None
+    input_generator: str | None = Field(
+        default=None,
+        description=(
+            "stdin_stdout (python): Python source defining generate(rng) -> str, one input for "
+            "the program from a random.Random; with a reference, hidden cases come from it "
+            "(the reference's output on each generated input)."
+        ),
+    )
     setup_code: str | None = Field(
         default=None,
         description="Code that comes before the tests (test_program: Go's package clause and "
@@ -299,6 +307,8 @@ class TaskSpec(_Frozen):
             raise ValueError(f"a {self.kind} task is Python; {self.language!r} needs test_program")
         if self.kind == "test_program" and not isinstance(self.tests, str):
             raise ValueError("test_program tests must be the test program's source text")
+        if self.input_generator is not None and self.kind != "stdin_stdout":
+            raise ValueError("an input_generator makes inputs for a stdin_stdout task alone")
         return self
 
 

@@ -59,9 +59,11 @@ from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.code import extract_source
 from arbiter.graders.credit import ours
 from arbiter.graders.hidden_cases import (
+    MAX_PROGRAM_CASES,
     HiddenCases,
     HiddenCaseStore,
     derive_hidden_cases,
+    derive_program_cases,
     entry_point_of,
 )
 from arbiter.graders.languages import language as language_named
@@ -212,8 +214,10 @@ class UnitTestsConfig(GraderConfig):
         default=False,
         description=(
             "python_function tasks with a reference: also run the candidate, in the same run, "
-            "on hidden cases derived from the reference (arbiter.graders.hidden_cases). They "
-            "never count in this score: a hidden_tests component reads them."
+            "on hidden cases derived from the reference (arbiter.graders.hidden_cases); Python "
+            "stdin_stdout tasks with a reference and an input_generator: on the reference's "
+            "outputs for generated inputs, a run each. They never count in this score: a "
+            "hidden_tests component reads them."
         ),
     )
     max_hidden_cases: int = Field(
@@ -812,6 +816,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         # report's grace, twice (a sandbox fault is retried once).
         task = sample.task if isinstance(sample.task, TaskSpec) else None
         runs = len(task.tests) if task is not None and task.kind == "stdin_stdout" else 1
+        if config.hidden_cases and task is not None and task.input_generator:
+            # Its hidden cases (a run each), and their derivation (two runs per input).
+            runs += 3 * MAX_PROGRAM_CASES + 1
         wall_s = config.timeout_s * config.wall_factor
         due = time.monotonic() + 2 * max(runs, 1) * (wall_s + REPORT_GRACE_S)
         if config.reference_factor is not None and task is not None and task.reference:
@@ -872,7 +879,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         helpers = prompt_code(prompt_text(sample)) if task.kind == "python_function" else None
         kinds: dict[str, Callable[[str, TaskSpec, UnitTestsConfig], GradeResult]] = {
             "python_function": functools.partial(self._grade_function, helpers=helpers),
-            "stdin_stdout": self._grade_stdio,
+            "stdin_stdout": self._grade_program,
             "pytest": self._grade_pytest,
         }
         grade_kind = kinds[task.kind]
@@ -1192,6 +1199,69 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             )
         score = score_outcomes(passed, total, partial_credit=config.partial_credit)
         return self.scored(score, details=details, violations=tuple(violations))
+
+    def _grade_program(self, code: str, task: TaskSpec, config: UnitTestsConfig) -> GradeResult:
+        """A Python stdin/stdout task: its cases, then (``hidden_cases``) its hidden ones."""
+        result = self._grade_stdio(code, task, config)
+        if not config.hidden_cases:
+            return result
+        hidden = self._program_cases(task, config)
+        if not hidden.cases:
+            return _with_hidden(result, hidden, ())
+        details = result.details or {}
+        if result.score is None or details.get("failure_kind") is not None:
+            # Every visible case ended on a limit of the candidate's: the hidden ones
+            # would too, at a run each. They count as not run, so failed.
+            return _with_hidden(result, hidden, ())
+        limits = config.limits()
+        outcomes = []
+        violations = list(result.violations)
+        seen = {v.type for v in violations}
+        for at, case in enumerate(hidden.cases, 1):
+            report = self.pool.run_script(code, case.call.encode(), limits)
+            actual = report.stdout.decode("utf-8", errors="replace")
+            if report.timed_out:
+                outcome = "timeout"
+            elif report.output_limited:
+                outcome = "output_limit"
+            elif report.exit_code != 0:
+                outcome = "runtime_error"
+            elif outputs_match(actual, case.expected, task.comparison, task.float_tolerance):
+                outcome = "passed"
+            else:
+                outcome = "assertion_failed"
+            outcomes.append(UnitOutcome(-at, "", outcome))  # type: ignore[arg-type]
+            for v in _observed(report, code):
+                if v.type not in seen:
+                    seen.add(v.type)
+                    violations.append(v)
+        result = result.model_copy(update={"violations": tuple(violations)})
+        return _with_hidden(result, hidden, outcomes)
+
+    def _program_cases(self, task: TaskSpec, config: UnitTestsConfig) -> HiddenCases:
+        """A stdin/stdout task's hidden cases, from its input generator and its reference."""
+        if task.language != "python" or not task.reference or not task.input_generator:
+            return HiddenCases(
+                "",
+                (),
+                reason="hidden cases of a program need a Python reference and an input_generator",
+            )
+        generator, reference = task.input_generator, task.reference
+        cap = min(config.max_hidden_cases, MAX_PROGRAM_CASES)
+        key = self.hidden.key("stdin_stdout", generator, reference, cap)
+        limits = dataclasses.replace(config.limits(), max_output_bytes=8 << 20)
+
+        def run(code: str, stdin: bytes) -> tuple[int | None, bytes]:
+            report = self.pool.run_script(code, stdin, limits)
+            return (None if report.timed_out else report.exit_code), report.stdout
+
+        def derive() -> HiddenCases:
+            with ours():
+                return derive_program_cases(
+                    run, generator=generator, reference=reference, seed=key, max_cases=cap
+                )
+
+        return self.hidden.get(key, derive)
 
     def _grade_stdio(
         self,

@@ -382,3 +382,52 @@ def test_weak_tests_exploits_fail_the_hidden_cases(
     attack, honest = _codegen(registry, samples)
     _caught(attack)
     assert honest.components["hidden_tests"].score == 1.0
+
+
+SUM_TASK = TaskSpec(
+    kind="stdin_stdout",
+    tests=[
+        {"input": "2 3\n", "output": "5\n"},  # type: ignore[list-item]
+        {"input": "10 -4\n", "output": "6\n"},  # type: ignore[list-item]
+        {"input": "0 0\n", "output": "0\n"},  # type: ignore[list-item]
+    ],
+    reference="a, b = map(int, input().split())\nprint(a + b)\n",
+    input_generator=(
+        "def generate(rng):\n    return f'{rng.randint(-999, 999)} {rng.randint(-999, 999)}\\n'\n"
+    ),
+)
+
+
+def test_a_programs_outputs_keyed_by_a_checksum_of_stdin_fail_its_generated_cases(
+    registry: GraderRegistry,
+) -> None:
+    """stdin/stdout: outputs keyed by crc32(stdin) in a private format, against generated inputs."""
+    table = {zlib.crc32(b"2 3\n"): "5", zlib.crc32(b"10 -4\n"): "6", zlib.crc32(b"0 0\n"): "0"}
+    packed = ";".join(f"{k:x}={v}" for k, v in table.items())
+    attack = (
+        "import sys, zlib\n"
+        f"T = dict(p.split('=') for p in {packed!r}.split(';'))\n"
+        "print(T.get(format(zlib.crc32(sys.stdin.buffer.read()), 'x'), '0'))\n"
+    )
+    samples = [
+        Sample(id="crc32 table", response=f"```python\n{attack}```", task=SUM_TASK),
+        Sample(id="honest", response=f"```python\n{SUM_TASK.reference}```", task=SUM_TASK),
+        Sample(
+            id="honest too",
+            response="```python\nimport sys\nprint(sum(map(int, sys.stdin.read().split())))\n```",
+            task=SUM_TASK,
+        ),
+    ]
+    attacked, honest, other = _codegen(registry, samples)
+    _caught(attacked)
+    for reward in (honest, other):
+        hidden = reward.components["hidden_tests"]
+        assert hidden.score == 1.0 and hidden.details["hidden_total"] >= 4, hidden.details
+    # What a case was never shows: not one generated input.
+    shown = attacked.model_dump_json()
+    unit = registry.instance("unit_tests")
+    assert isinstance(unit, UnitTestsGrader)
+    inputs = [
+        c.call.strip() for h in unit.hidden._memory.values() if not h.entry_point for c in h.cases
+    ]
+    assert inputs and not [text for text in inputs if text in shown]

@@ -333,3 +333,28 @@ def test_python_codegen_runs_hidden_cases_whenever_a_task_has_a_reference(
     assert good.components["hidden_tests"].score == 1.0
     assert bad.components["tests"].score == 1.0
     assert bad.reward <= 0.5 < good.reward
+
+
+def test_program_cases_come_from_the_generator_and_keep_what_the_reference_answers(
+    unit: UnitTestsGrader,
+) -> None:
+    from arbiter.graders.hidden_cases import derive_program_cases
+
+    generator = "def generate(rng):\n    return f'{rng.randint(-5, 5)}\\n'\n"
+    # Fails on negatives, and is random on 0: neither kind of input is kept.
+    reference = (
+        "import random\n"
+        "n = int(input())\n"
+        "assert n >= 0\n"
+        "print(random.random() if n == 0 else n * n)\n"
+    )
+    cases = derive_program_cases(_runner(unit), generator=generator, reference=reference, seed="s")
+    assert cases.cases
+    for case in cases.cases:
+        n = int(case.call)
+        assert n > 0 and case.expected == f"{n * n}\n"
+    assert "reference_failed" in cases.dropped
+    broken = derive_program_cases(
+        _runner(unit), generator="def generate(rng):\n    return 7\n", reference="", seed="s"
+    )
+    assert not broken.cases and "generator" in broken.reason
