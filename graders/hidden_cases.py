@@ -45,6 +45,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from arbiter.graders.sandbox.syntax import parse_expression, parse_module
+
 __all__ = [
     "DRIVER",
     "GENERATOR_VERSION",
@@ -54,6 +56,7 @@ __all__ = [
     "derive_hidden_cases",
     "derive_program_cases",
     "hidden_cache_dir",
+    "literal",
     "mutate_inputs",
     "same_value",
     "visible_inputs",
@@ -135,6 +138,11 @@ class HiddenCases:
 # -- the visible inputs ----------------------------------------------------------------
 
 
+def literal(text: str) -> Any:
+    """``ast.literal_eval`` of source text, parsed under the process's one parse lock."""
+    return ast.literal_eval(parse_expression(text.strip()).body)
+
+
 def _literal(node: ast.AST) -> Any:
     try:
         return ast.literal_eval(node)
@@ -162,7 +170,7 @@ def visible_inputs(tests: str | Sequence[str], entry_point: str) -> list[Call]:
     """
     source = tests if isinstance(tests, str) else "\n".join(tests)
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return []
     names = _called_names(tree, entry_point)
@@ -186,10 +194,10 @@ def entry_point_of(tests: str | Sequence[str], reference: str) -> str | None:
     """The function the tests call that the reference defines, when exactly one is."""
     source = tests if isinstance(tests, str) else "\n".join(tests)
     try:
-        tree = ast.parse(source)
+        tree = parse_module(source)
         defined = {
             n.name
-            for n in ast.parse(reference).body
+            for n in parse_module(reference).body
             if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
         }
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -556,7 +564,7 @@ def _reference_outputs(
             if not _LINE.match(raw):
                 continue
             try:
-                index, status, used, text = ast.literal_eval(raw.decode("utf-8", "replace"))
+                index, status, used, text = literal(raw.decode("utf-8", "replace"))
             except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
                 continue
             if isinstance(index, int) and index in pending and index not in results:

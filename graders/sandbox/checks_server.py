@@ -24,7 +24,6 @@ frame with what the channel saw.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import gc
 import resource
@@ -36,7 +35,7 @@ import warnings
 from collections import OrderedDict
 from typing import Any
 
-from arbiter.graders.hidden_cases import same_value
+from arbiter.graders.hidden_cases import literal, same_value
 from arbiter.graders.sandbox import _linux as kernel
 from arbiter.graders.sandbox._frames import CONTROL_MAX_BYTES, recv_frame_with_fds, send_frame
 from arbiter.graders.sandbox.checks import (
@@ -118,8 +117,8 @@ def _hidden(task: dict[str, Any]) -> HiddenRun | None:
     if found is None:
         decoded = []
         for call, expected in cases:
-            args, kwargs = ast.literal_eval(call)
-            decoded.append((tuple(args), dict(kwargs), ast.literal_eval(expected)))
+            args, kwargs = literal(call)
+            decoded.append((tuple(args), dict(kwargs), literal(expected)))
         found = HiddenRun(str(task["hidden_entry_point"]), tuple(decoded), same_value)
         _HIDDEN[key] = found
         while len(_HIDDEN) > MAX_PLANS:
