@@ -33,18 +33,20 @@ class HiddenTestsGrader(Grader[UnitTestsConfig]):
     )
     default_timeout_s: ClassVar[float] = UnitTestsGrader.default_timeout_s
 
-    def __init__(self, unit_tests: UnitTestsGrader | None = None) -> None:
+    def __init__(self, unit_tests: Grader[Any] | None = None) -> None:
         self._unit_tests = unit_tests
 
     def attach(self, registry: GraderRegistry) -> None:
-        """Share the registry's unit-test grader (and so its runs)."""
+        """Share the registry's unit-test grader (and so its runs).
+
+        That may be a stand-in for one on a cluster (:mod:`arbiter.graders.executor`):
+        its jobs then run there, with their hidden cases, like any unit-test job.
+        """
         if self._unit_tests is None:
-            unit = registry.instance("unit_tests")
-            assert isinstance(unit, UnitTestsGrader)
-            self._unit_tests = unit
+            self._unit_tests = registry.instance("unit_tests")
 
     @property
-    def unit_tests(self) -> UnitTestsGrader:
+    def unit_tests(self) -> Grader[Any]:
         """The unit-test grader whose runs this term reads."""
         if self._unit_tests is None:
             self._unit_tests = UnitTestsGrader()
@@ -61,7 +63,9 @@ class HiddenTestsGrader(Grader[UnitTestsConfig]):
                 "stdin_stdout task's reference and input_generator; this task has neither",
             )
         shared = config if config.hidden_cases else config.model_copy(update={"hidden_cases": True})
-        result = await self.unit_tests.shared_grade(sample, shared)
+        # With hidden_cases, the unit-test grader shares one grading among the components
+        # that ask for it with the same config (UnitTestsGrader.shared_grade).
+        result = await self.unit_tests.grade(sample, shared)
         return self.of(result, config)
 
     def of(self, result: GradeResult, config: UnitTestsConfig) -> GradeResult:

@@ -553,6 +553,8 @@ BUILD_WALL_FACTOR = 8.0
 _REFERENCE_CACHE = 4096
 #: Gradings kept for a hidden_tests component that asks after its tests component.
 _SHARED_GRADINGS = 4096
+#: A finished shared grading is kept this long for a component that asks late.
+_SHARED_KEPT_S = 120.0
 
 
 def _with_hidden(
@@ -651,10 +653,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         #: Hidden cases by task content (derived once per task, kept on disk).
         self.hidden = HiddenCaseStore()
         #: Gradings a hidden_tests component shares with its tests component:
-        #: (sample's id(), config) -> (the sample, its grading's future).
-        self._shared: OrderedDict[tuple[int, str], tuple[Sample, Future[GradeResult]]] = (
-            OrderedDict()
-        )
+        #: (sample id, response hash, config) -> (the sample, its grading, when asked).
+        self._shared: OrderedDict[
+            tuple[str, int, str], tuple[Sample, Future[GradeResult], float]
+        ] = OrderedDict()
 
     @property
     def pool(self) -> SandboxPool:
@@ -763,17 +765,25 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         for one that asks later). A grading that raised or was cancelled is not
         shared: a later asker grades on its own.
         """
-        key = (id(sample), config.model_dump_json())
+        # By content, not identity: on a cluster each job brings its own copy of the sample.
+        key = (sample.id, hash(sample.response), config.model_dump_json())
         with self._pool_lock:
             entry = self._shared.get(key)
-            if entry is not None and entry[0] is sample and not entry[1].cancelled():
+            same = entry is not None and (entry[0] is sample or entry[0] == sample)
+            if entry is not None and same and not entry[1].cancelled():
                 shared: Future[GradeResult] | None = entry[1]
             else:
                 shared = None
                 mine: Future[GradeResult] = Future()
-                # The sample is held with its future: its id() is not reused meanwhile.
-                self._shared[key] = (sample, mine)
-                while len(self._shared) > _SHARED_GRADINGS:
+                now = time.monotonic()
+                self._shared[key] = (sample, mine, now)
+                # Oldest first: drop what is over the cap, and what finished a while ago
+                # (a batch's components ask within moments of each other).
+                while self._shared:
+                    _, (_, oldest, made) = next(iter(self._shared.items()))
+                    stale = oldest.done() and now - made > _SHARED_KEPT_S
+                    if not stale and len(self._shared) <= _SHARED_GRADINGS:
+                        break
                     self._shared.popitem(last=False)
         if shared is not None:
             try:
@@ -784,7 +794,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             result = await self._grade_in_thread(sample, config)
         except BaseException as e:
             with self._pool_lock:
-                if self._shared.get(key, (None, None))[1] is mine:
+                if key in self._shared and self._shared[key][1] is mine:
                     del self._shared[key]
             mine.set_exception(e if isinstance(e, Exception) else RuntimeError("cancelled"))
             raise

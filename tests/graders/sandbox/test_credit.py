@@ -27,6 +27,9 @@ from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from arbiter.load import cpu_load
 from tests.graders.sandbox.conftest import function_task, grade
 
+#: CPU shares between runs: another test's load would be measured too.
+pytestmark = pytest.mark.exclusive
+
 RETURNS_TRUE = function_task("assert f() is True\n")
 # Half a second of CPU, however fast the machine (the run's own CPU clock).
 HALF_A_CPU_SECOND = (

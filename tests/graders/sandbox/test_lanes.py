@@ -20,6 +20,9 @@ from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade
 from tests.strictness import unavailable
 
+#: CPU shares between runs: another test's load would be measured too.
+pytestmark = pytest.mark.exclusive
+
 LOOPER = "def f():\n    while True:\n        pass\n"
 RETURNS_TRUE = function_task("assert f() is True\n")
 # About a second of CPU in pure Python on these machines.
