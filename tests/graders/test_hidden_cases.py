@@ -358,3 +358,28 @@ def test_program_cases_come_from_the_generator_and_keep_what_the_reference_answe
         _runner(unit), generator="def generate(rng):\n    return 7\n", reference="", seed="s"
     )
     assert not broken.cases and "generator" in broken.reason
+
+
+def test_a_run_cannot_read_the_cached_cases(unit: UnitTestsGrader, tmp_path: Path) -> None:
+    from arbiter.graders.hidden_cases import hidden_cache_dir
+    from arbiter.graders.sandbox import Limits
+
+    directory = hidden_cache_dir()  # where the service keeps them
+    store = HiddenCaseStore(directory)
+    key = store.key("a run must not see this", str(tmp_path))
+    store.get(key, lambda: HiddenCases("f", (HiddenCase("((1,), {})", "'secret-answer'"),)))
+    path = os.path.join(directory, f"{key}.json")
+    assert os.path.exists(path)
+    probe = (
+        "import os\n"
+        f"for p in ({path!r}, {directory!r}, '/var/tmp'):\n"
+        "    try:\n"
+        "        print(open(p).read() if os.path.isfile(p) else os.listdir(p))\n"
+        "    except OSError as e:\n"
+        "        print(type(e).__name__)\n"
+    )
+    report = unit.pool.run_script(probe, b"", Limits(timeout_s=5))
+    seen = report.stdout.decode()
+    assert report.exit_code == 0, report.stderr
+    assert "secret-answer" not in seen and key not in seen, seen
+    os.unlink(path)

@@ -148,9 +148,11 @@ ATTACKS: list[dict[str, str]] = [
         "why": (
             "Writes well-formed bridge replies (the right answers of the first asserts) to "
             "descriptor 3 from init, then exits 0 (which alone passes the naive run, where "
-            "descriptor 3 is not open). Bridged, a forged reply is at best one value; the "
-            "next call finds the candidate gone and the harness fails."
+            "descriptor 3 is not open). The grader's relay sees the program write before it "
+            "was called and ends it: no forged reply reaches the harness. (On a bare socket "
+            "pair the forged replies win whenever the harness writes before the exit lands.)"
         ),
+        "relay": True,
         "prompt": ADD_PROMPT,
         "response": (
             "package main\n\n"

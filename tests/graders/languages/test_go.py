@@ -796,11 +796,31 @@ def test_there_are_enough_attacks():
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", ATTACKS, ids=[a["name"] for a in ATTACKS])
 def test_each_attack_passes_the_naive_harness_and_fails_the_bridge(
-    toolchain, cache, private, tmp_path, attack
+    toolchain, cache, private, tmp_path, attack, request
 ):
     parts = _attack_parts(attack)
     ok, why = naive(parts, toolchain, str(tmp_path / "naive"), cache)
     assert ok, ("the control must pass", attack["name"], why)
+    if attack.get("relay"):
+        # Defended by the grader's relay between the processes, which a bare socket
+        # pair lacks: judged through the grader (the sandbox, the relay, the harness).
+        from arbiter.graders.types import Sample, TaskSpec
+        from arbiter.graders.unit_tests import UnitTestsConfig
+
+        grader = request.getfixturevalue("language_grader")
+        task = TaskSpec(
+            kind="test_program",
+            language="go",
+            tests=attack["tests"],
+            setup_code=attack["setup_code"],
+        )
+        sample = Sample(
+            id=attack["name"], prompt=attack["prompt"], response=attack["response"], task=task
+        )
+        result = grader.grade_sync(sample, UnitTestsConfig(timeout_s=20))
+        assert result.score == 0.0, (attack["name"], result.details)
+        assert "out of turn" in result.details.get("candidate_ended", ""), result.details
+        return
     ok, why = bridged(parts, toolchain, str(tmp_path / "bridged"), private)
     assert not ok, (attack["name"], attack["why"], why)
 
