@@ -263,6 +263,7 @@ def test_project_eval_sets_meet_their_gates_under_python_codegen(tmp_path):
     assert summary["tests"]["tests"]["accuracy"] == 1.0
 
 
+@pytest.mark.exclusive  # its busy processes would load every other test, and theirs it
 def test_audit_under_load_reports_full_determinism_and_no_failure_of_ours(tmp_path):
     # Cold (a fresh registry), every item graded twice while 2 x cores processes
     # spin: the rewards must not move with the machine, and no grader may fail

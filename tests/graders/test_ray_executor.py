@@ -20,6 +20,9 @@ import pytest
 from bench.netns import netns_available, netns_command
 from tests.strictness import unavailable
 
+#: A three-node cluster on two cores: its heartbeats miss while other tests load the machine.
+pytestmark = pytest.mark.exclusive
+
 if importlib.util.find_spec("ray") is None:  # in the dev extra: missing is an error, not a skip
     raise ImportError("ray is not installed: pip install -e '.[dev]'")
 
