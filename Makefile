@@ -79,15 +79,16 @@ demo: setup
 	$(BIN)/arbiter score --rubric rubrics/library/python-codegen.yaml eval_sets/codegen-demo.jsonl -o demo-rewards.jsonl
 	$(BIN)/arbiter score --rubric rubrics/library/cpp-competitive.yaml eval_sets/cpp-stdio-demo.jsonl -o demo-cpp-rewards.jsonl
 
-# The main suite on TEST_WORKERS processes, a test file per worker at a time (a module's
-# servers start once); then, alone, the tests that measure CPU shares between runs
-# (marked exclusive); then tests/trainers in the trainers' environment on a wheel of this
+# First, alone on a quiet machine, the tests that need it to themselves (marked
+# exclusive: they measure CPU shares, load every core on purpose, or run a Ray cluster);
+# then the rest on TEST_WORKERS processes, a test file per worker at a time (a module's
+# servers start once); then tests/trainers in the trainers' environment on a wheel of this
 # very checkout (-P and append mode: the installed arbiter, never the source tree).
 TEST_WORKERS ?= 3
 test: $(STAMP) $(TRAINERS_STAMP) tools
 	@status=0; \
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not exclusive" || status=$$?; \
 	$(BIN)/python -m pytest -q -m exclusive || status=$$?; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not exclusive" || status=$$?; \
 	$(MAKE) --no-print-directory wheel && \
 	$(TRAINERS)/bin/pip install --quiet --no-deps --force-reinstall $(WHEEL_DIR)/arbiter_rewards-*.whl && \
 	$(TRAINERS)/bin/python -P -m pytest -q --import-mode=append tests/trainers || status=$$?; \

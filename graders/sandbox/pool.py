@@ -204,7 +204,9 @@ def log_tail(path: str, limit: int = 1500) -> str:
 
 
 _ZYGOTE_BOOT = boot_of("_zygote")
-_START_TIMEOUT_S = 30.0
+#: A zygote's start is ours, never a run's: under a loaded machine (four busy processes
+#: per core) its preloads took past 30 s, and the whole pool failed to start.
+_START_TIMEOUT_S = 120.0
 #: Time the zygote may take beyond a run's own deadline to kill, sweep and report.
 REPORT_GRACE_S = 5.0
 #: Per slot: the run directories (made and removed by the zygote).

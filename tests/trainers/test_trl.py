@@ -171,8 +171,16 @@ def test_grpo_with_one_function_per_component_matches_arbiter_score(
         calls = {f.__name__: [] for f in funcs}
         spied = [_spy(f, calls[f.__name__]) for f in funcs]
         _run_grpo(tmp_path, spied, weights, tokenizer, prompts, scripted)
-    assert list(calls) == ["tests", "security", "complexity", "hacks", "efficiency", "penalties"]
-    assert weights[:5] == [0.7, 0.1, 0.05, 0.1, 0.05] and weights[5] == 1.0
+    assert list(calls) == [
+        "tests",
+        "hidden_tests",
+        "security",
+        "complexity",
+        "hacks",
+        "efficiency",
+        "penalties",
+    ]
+    assert weights[:6] == [0.55, 0.15, 0.1, 0.05, 0.1, 0.05] and weights[6] == 1.0
     assert all(len(c) == 2 for c in calls.values())  # every function, every step
     expected = score_with_cli(
         [r for step, c in enumerate(calls["tests"]) for r in _cli_rows(c, step)], tmp_path / "cli"

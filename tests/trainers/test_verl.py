@@ -107,6 +107,7 @@ def test_verl_reward_loop_scores_through_the_adapter(adapter_env: LiveServer, to
         "score",
         "abstained",
         "tests",
+        "hidden_tests",
         "security",
         "complexity",
         "hacks",
