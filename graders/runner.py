@@ -13,6 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +23,7 @@ from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.credit import credit_listener
 from arbiter.graders.types import FailureKind, GradeResult, Sample
 
-__all__ = ["GraderJob", "run_inline", "run_job", "run_jobs"]
+__all__ = ["GraderJob", "current_batch", "run_inline", "run_job", "run_jobs"]
 
 logger = logging.getLogger("arbiter.graders.runner")
 
@@ -244,6 +245,29 @@ async def run_jobs(
         deadline: absolute ``time.monotonic()`` bound for the whole batch.
         max_concurrency: at most this many jobs in flight (``None``: no bound).
     """
+    token = _BATCH.set(object())  # one batch: what its jobs may share (see current_batch)
+    try:
+        return await _run_jobs(jobs, deadline, max_concurrency)
+    finally:
+        _BATCH.reset(token)
+
+
+#: The batch (one :func:`run_jobs` call) a job belongs to.
+_BATCH: ContextVar[object | None] = ContextVar("arbiter_batch", default=None)
+
+
+def current_batch() -> object | None:
+    """The batch the running job belongs to (None outside :func:`run_jobs`).
+
+    Two components of one sample that read the same grading share it within
+    their batch only: a sample graded again (an audit's second pass) is graded again.
+    """
+    return _BATCH.get()
+
+
+async def _run_jobs(
+    jobs: Sequence[GraderJob], deadline: float | None, max_concurrency: int | None
+) -> list[GradeResult]:
     results: list[GradeResult | None] = [None] * len(jobs)
     pending: list[tuple[int, GraderJob]] = []
     for i, job in enumerate(jobs):

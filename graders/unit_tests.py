@@ -82,6 +82,7 @@ from arbiter.graders.programs import (
     Programs,
 )
 from arbiter.graders.repository.grading import RepositoryGrading, RepositorySettings
+from arbiter.graders.runner import current_batch
 from arbiter.graders.sandbox import (
     LAYERS,
     CheckPlan,
@@ -655,7 +656,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         #: Gradings a hidden_tests component shares with its tests component:
         #: (sample id, response hash, config) -> (the sample, its grading, when asked).
         self._shared: OrderedDict[
-            tuple[str, int, str], tuple[Sample, Future[GradeResult], float]
+            tuple[int, str, int, str], tuple[Sample, Future[GradeResult], float, object]
         ] = OrderedDict()
 
     @property
@@ -766,7 +767,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         shared: a later asker grades on its own.
         """
         # By content, not identity: on a cluster each job brings its own copy of the sample.
-        key = (sample.id, hash(sample.response), config.model_dump_json())
+        # Within one batch only: outside any (a cluster's actor), only while in flight.
+        batch = current_batch()
+        key = (id(batch), sample.id, hash(sample.response), config.model_dump_json())
         with self._pool_lock:
             entry = self._shared.get(key)
             same = entry is not None and (entry[0] is sample or entry[0] == sample)
@@ -776,11 +779,12 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 shared = None
                 mine: Future[GradeResult] = Future()
                 now = time.monotonic()
-                self._shared[key] = (sample, mine, now)
+                # The batch is held too: its id() is not reused while the entry lives.
+                self._shared[key] = (sample, mine, now, batch)
                 # Oldest first: drop what is over the cap, and what finished a while ago
                 # (a batch's components ask within moments of each other).
                 while self._shared:
-                    _, (_, oldest, made) = next(iter(self._shared.items()))
+                    _, (_, oldest, made, _) = next(iter(self._shared.items()))
                     stale = oldest.done() and now - made > _SHARED_KEPT_S
                     if not stale and len(self._shared) <= _SHARED_GRADINGS:
                         break
@@ -799,6 +803,10 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             mine.set_exception(e if isinstance(e, Exception) else RuntimeError("cancelled"))
             raise
         mine.set_result(result)
+        if batch is None:
+            with self._pool_lock:
+                if key in self._shared and self._shared[key][1] is mine:
+                    del self._shared[key]
         return result
 
     async def _grade_in_thread(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:

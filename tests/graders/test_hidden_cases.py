@@ -293,6 +293,8 @@ def test_a_table_of_the_visible_answers_passes_them_and_fails_the_hidden(
     table = Sample(id="table", response=f"```python\n{TABLE}```", task=TASK)
     good, bad = _score(registry, RUBRIC, [honest, table], tmp_path)
     assert sorted(runs) == ["honest", "table"]  # one run answers both components
+    _score(registry, RUBRIC, [honest], tmp_path)
+    assert sorted(runs) == ["honest", "honest", "table"]  # a batch of its own: graded again
     assert good.reward == 1.0
     assert good.components["hidden_tests"].details["hidden_failed"] == 0
     assert bad.components["tests"].score == 1.0  # the control: the visible tests pay it all
