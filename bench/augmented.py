@@ -132,11 +132,11 @@ def real(name: str, grader: UnitTestsGrader, slots: int) -> None:
         )
 
 
-def cost(grader: UnitTestsGrader, runs: int, slots: int) -> None:
+def cost(grader: UnitTestsGrader, runs: int, slots: int, cases: int) -> None:
     items = humanevalpack()
     samples = [_sample(f"{i}/canonical", ref, task) for i, task, ref, _ in items]
     visible = UnitTestsConfig(timeout_s=10)
-    hidden = UnitTestsConfig(timeout_s=10, hidden_cases=True)
+    hidden = UnitTestsConfig(timeout_s=10, hidden_cases=True, max_hidden_cases=cases)
     store = grader.hidden
     _grade(grader, samples, hidden, slots)  # warm-up: every task's cases derived and cached
     _grade(grader, samples, visible, slots)
@@ -164,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cost", action="store_true")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--slots", type=int, default=2)
+    parser.add_argument("--cases", type=int, default=24, help="max_hidden_cases for --cost")
     args = parser.parse_args(argv)
     grader = UnitTestsGrader(SandboxPool(PoolConfig(slots=args.slots)))
     grader.hidden = HiddenCaseStore(tempfile.mkdtemp(prefix="arbiter-bench-hidden-"))
@@ -171,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for name in args.real:
             real(name, grader, args.slots)
         if args.cost:
-            cost(grader, args.runs, args.slots)
+            cost(grader, args.runs, args.slots, args.cases)
     finally:
         grader.close()
 

@@ -222,7 +222,10 @@ class UnitTestsConfig(GraderConfig):
         ),
     )
     max_hidden_cases: int = Field(
-        default=24, ge=1, le=256, description="The most hidden cases a task gets."
+        default=8,
+        ge=1,
+        le=256,
+        description="The most hidden cases a task gets (each costs a call across the boundary).",
     )
 
     max_result_bytes: int = Field(
