@@ -293,16 +293,8 @@ def rubric_publish(
 
     models = _models_file(models_path)
     registry, _ = _registry(models, plugins)
-    try:
-        text = path.read_text(encoding="utf-8")
-        rubric = load_rubric(path, registry)
-    except RubricError as e:
-        for issue in e.issues:
-            err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
-        raise typer.Exit(1) from None
-    except OSError as e:
-        err.print(f"{path}: cannot read: {e.strerror}", markup=False, soft_wrap=True)
-        raise typer.Exit(1) from None
+    rubric = _load(path, registry)
+    text = path.read_text(encoding="utf-8")
     if lint is not None:
         configs = [c.config for c in rubric.components.values() if c.grader == "unit_tests"]
         config = configs[0] if configs else UnitTestsConfig()

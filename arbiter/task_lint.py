@@ -34,6 +34,7 @@ the visible tests alone (it says what the task's own tests catch).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -125,10 +126,6 @@ class LintedTask:
             "mutation_score": self.mutation_score,
             "mutation_score_with_hidden": self.mutation_score_with_hidden,
         }
-
-
-def _rest(item: TaskToLint) -> tuple[str, str | None]:
-    return item.prompt, item.reference
 
 
 def _task_key(task: TaskSpec) -> str:
@@ -267,8 +264,8 @@ def _lint_one(
         and item.task.reference is None
     ):
         # The hidden cases come from the task's reference: the set's passing sample here.
-        item = TaskToLint(
-            item.id, item.task.model_copy(update={"reference": item.reference}), *_rest(item)
+        item = dataclasses.replace(
+            item, task=item.task.model_copy(update={"reference": item.reference})
         )
     if item.reference is not None:
         for i in range(repeats):
