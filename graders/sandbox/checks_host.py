@@ -53,7 +53,9 @@ from arbiter.graders.sandbox.pool import REPORT_GRACE_S, boot_of, log_tail, spaw
 
 __all__ = ["ChecksHost", "ChecksReport", "TrustedLimits"]
 
-_START_TIMEOUT_S = 60.0
+#: A worker's start is ours, never a run's: a cold start under eight busy processes on
+#: two cores took past 60 s (bench.determinism --levels 4), like a zygote's.
+_START_TIMEOUT_S = 120.0
 #: How long past the run's deadline a worker may take to send its last frame.
 GRACE_S = REPORT_GRACE_S / 5
 #: CPU past its share a worker may spend before it is killed (its own timer fires first).
