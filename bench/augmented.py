@@ -1,9 +1,11 @@
 """Hidden cases (``hidden_cases``) on real data, and what they cost per sample.
 
-Run as ``python -m bench.augmented [--cost] [--real humanevalpack mbpp] [--runs N]``.
+Run as ``python -m bench.augmented [--cost] [--real humanevalpack mbpp cpp ...] [--runs N]``.
 
 ``--real`` grades, per set, every task's reference (and HumanEvalPack's buggy
-solution) with hidden cases derived from the reference, and prints:
+solution) with hidden cases derived from the reference, and prints (``cpp``,
+``java``, ``go``, ``rust``, ``javascript``: HumanEvalPack in that language, as
+``test_program`` tasks whose cases cross the bridge):
 the cases per task (median, min, and how many tasks got none, with why); how
 many references fail any of their own cases (it must be 0); and how many
 buggy solutions that pass every visible test fail the hidden ones.
@@ -70,6 +72,35 @@ def mbpp() -> list[tuple[str, TaskSpec, str, str | None]]:
     return out
 
 
+#: HumanEvalPack's other languages: the name ``--real`` takes, and the data file's.
+LANGUAGES = {"cpp": "cpp", "java": "java", "go": "go", "rust": "rust", "javascript": "js"}
+
+
+def humanevalpack_in(language: str) -> list[tuple[str, TaskSpec, str, str | None]]:
+    """(id, task, reference, buggy) per HumanEvalPack task in a compiled language or JavaScript.
+
+    The reference and the buggy solution continue the task's prompt, as a
+    completion would (the prompt goes with each sample, see :func:`_sample`).
+    """
+    out = []
+    for line in (DATA / f"humanevalpack_{LANGUAGES[language]}.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        task = TaskSpec(
+            kind="test_program",
+            language=language,
+            tests=row["test"],
+            entry_point=row["entry_point"],
+            reference=row["canonical_solution"],
+        )
+        PROMPTS[row["task_id"]] = row["prompt"]
+        out.append((row["task_id"], task, row["canonical_solution"], row["buggy_solution"]))
+    return out
+
+
+#: Each compiled task's prompt, by id (its samples carry it).
+PROMPTS: dict[str, str] = {}
+
+
 def _grade(
     grader: UnitTestsGrader, samples: Sequence[Sample], config: UnitTestsConfig, slots: int
 ) -> tuple[list[GradeResult], float]:
@@ -80,11 +111,17 @@ def _grade(
 
 
 def _sample(name: str, code: str, task: TaskSpec) -> Sample:
-    return Sample(id=name, response=f"```python\n{code}\n```", task=task)
+    if task.language == "python":
+        return Sample(id=name, response=f"```python\n{code}\n```", task=task)
+    return Sample(id=name, prompt=PROMPTS[name.rsplit("/", 1)[0]], response=code, task=task)
 
 
 def real(name: str, grader: UnitTestsGrader, slots: int) -> None:
-    items = humanevalpack() if name == "humanevalpack" else mbpp()
+    if name in LANGUAGES:
+        items = humanevalpack_in(name)
+        name = f"humanevalpack {name}"
+    else:
+        items = humanevalpack() if name == "humanevalpack" else mbpp()
     config = UnitTestsConfig(timeout_s=10, hidden_cases=True)
     samples = [_sample(f"{i}/reference", ref, task) for i, task, ref, _ in items]
     samples += [_sample(f"{i}/buggy", bug, task) for i, task, _, bug in items if bug is not None]
@@ -160,7 +197,9 @@ def cost(grader: UnitTestsGrader, runs: int, slots: int, cases: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--real", nargs="*", choices=["humanevalpack", "mbpp"], default=[])
+    parser.add_argument(
+        "--real", nargs="*", choices=["humanevalpack", "mbpp", *LANGUAGES], default=[]
+    )
     parser.add_argument("--cost", action="store_true")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--slots", type=int, default=2)

@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from arbiter.graders.languages import wire
 from arbiter.graders.sandbox.syntax import parse_expression, parse_module
 
 __all__ = [
@@ -55,11 +56,14 @@ __all__ = [
     "HiddenCases",
     "derive_hidden_cases",
     "derive_program_cases",
+    "derive_wire_cases",
     "hidden_cache_dir",
     "literal",
     "mutate_inputs",
+    "same_reply",
     "same_value",
     "visible_inputs",
+    "wire_inputs",
 ]
 
 #: Bump whenever the inputs or the kept cases of a task can change: cached cases
@@ -701,6 +705,158 @@ def derive_program_cases(
         cases.append(HiddenCase(text, first[1].decode("utf-8", "replace")))
     reason = "" if cases else "the reference answered none of the generated inputs"
     return HiddenCases("", tuple(cases), len(inputs), dropped, reason)
+
+
+# -- compiled programs: the values their bridge carries ------------------------------------
+
+#: A program's answers to requests: the reply payload to each, ``None`` from the
+#: first it did not answer on (its run ended).
+AskProgram = Callable[[Sequence[bytes]], list[bytes | None]]
+#: Runs of the reference a derivation may make (each ends early where it stops answering).
+MAX_PROGRAM_RUNS = 4
+
+
+def _from_wire(value: Any) -> Any:
+    """A decoded wire value as the mutator's plain data (a wire tuple as a tuple)."""
+    if isinstance(value, wire.Tuple):
+        return tuple(_from_wire(v) for v in value.items)
+    if isinstance(value, list):
+        return [_from_wire(v) for v in value]
+    if isinstance(value, dict):
+        return {_from_wire(k): _from_wire(v) for k, v in value.items()}
+    return value
+
+
+def _to_wire(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return wire.Tuple(tuple(_to_wire(v) for v in value))
+    if isinstance(value, list):
+        return [_to_wire(v) for v in value]
+    if isinstance(value, dict):
+        return {_to_wire(k): _to_wire(v) for k, v in value.items()}
+    return value
+
+
+def wire_inputs(
+    exchanges: Sequence[tuple[bytes, bytes]], entry_point: str | None
+) -> tuple[str | None, list[Call]]:
+    """The function the harness called (``entry_point``, or the one called most) and its inputs.
+
+    Read from the requests a harness made of the reference (their values as
+    the bridge carried them, whatever the language wrote them as in its tests).
+    A call whose arguments are not plain data (a character) is left out.
+    """
+    calls: dict[str, list[Call]] = {}
+    for request, _ in exchanges:
+        try:
+            name, args = wire.decode(request)
+        except (wire.WireError, TypeError, ValueError):
+            continue
+        if not isinstance(name, str) or not isinstance(args, list):
+            continue
+        plain = tuple(_from_wire(a) for a in args)
+        if _plain(plain):
+            calls.setdefault(name, []).append((plain, {}))
+    if entry_point is None or entry_point not in calls:
+        entry_point = max(calls, key=lambda n: len(calls[n]), default=None)
+    if entry_point is None:
+        return None, []
+    unique: dict[str, Call] = {}
+    for call in calls[entry_point]:
+        unique.setdefault(repr(call), call)
+    return entry_point, list(unique.values())
+
+
+def derive_wire_cases(
+    ask: AskProgram,
+    exchanges: Sequence[tuple[bytes, bytes]],
+    *,
+    entry_point: str | None,
+    seed: str,
+    max_cases: int = MAX_CASES,
+) -> HiddenCases:
+    """Derive a compiled task's hidden cases from its reference's run against the tests.
+
+    ``exchanges`` are the calls the task's harness made of the reference, and
+    its replies; ``ask`` runs the reference's program and makes requests of it
+    directly. Mutated inputs are asked of the reference; one it answers with a
+    value (not an error), the same in a second run that makes the harness's
+    calls first (as the candidate's run does), is kept: the request and
+    the reply, as the bridge carries them (:mod:`arbiter.graders.languages.wire`).
+    An input the reference dies or stalls on is dropped, and the next run goes
+    on after it.
+
+    Raises:
+        SandboxError: a run failed for a reason of ours (the caller retries; nothing is cached).
+    """
+    name, visible = wire_inputs(exchanges, entry_point)
+    if name is None or not visible:
+        return HiddenCases(entry_point or "", (), reason="the tests made no call of plain values")
+    calls = mutate_inputs(visible, TRIED_INPUTS, seed)
+    requests = [wire.encode([name, [_to_wire(a) for a in args]]) for args, _ in calls]
+    if not requests:
+        return HiddenCases(name, (), reason="no input could be derived from the tests")
+    dropped: dict[str, int] = {}
+
+    def drop(why: str) -> None:
+        dropped[why] = dropped.get(why, 0) + 1
+
+    first: list[bytes | None] = []
+    runs = 0
+    while len(first) < len(requests):
+        if runs == MAX_PROGRAM_RUNS:
+            first += [None] * (len(requests) - len(first))
+            break
+        runs += 1
+        replies = ask(requests[len(first) :])
+        answered = [r for r in replies if r is not None]
+        first += answered
+        if len(first) < len(requests):
+            first.append(None)  # the one it ended on
+    kept: list[int] = []
+    for i, reply in enumerate(first):
+        if reply is None:
+            drop("ended")
+        elif not reply.startswith(b"r"):
+            drop("raised")
+        elif len(reply) > MAX_CASE_CHARS or len(requests[i]) > MAX_CASE_CHARS:
+            drop("too_large")
+        elif len(kept) >= max_cases:
+            drop("over_budget")
+        else:
+            kept.append(i)
+    # Once more, in a fresh run that first makes the harness's own calls, as the
+    # candidate's run will: an answer that depends on what the process did before
+    # (a read past a vector's end on an input outside the task's domain) is no
+    # answer to hold a candidate to.
+    before = [request for request, _ in exchanges]
+    second = ask([*before, *(requests[i] for i in kept)])[len(before) :] if kept else []
+    cases = []
+    for at, i in enumerate(kept):
+        reply = first[i]
+        if reply is None or at >= len(second) or second[at] != reply:
+            drop("nondeterministic")
+            continue
+        cases.append(HiddenCase(requests[i].decode("latin-1"), reply.decode("latin-1")))
+    reason = "" if cases else "the reference answered no derived input with a value"
+    return HiddenCases(name, tuple(cases), len(requests), dropped, reason)
+
+
+def same_reply(got: bytes | None, want: bytes, tolerance: float = FLOAT_TOLERANCE) -> bool:
+    """Whether a program's reply (``r`` and a wire value) answers the reference's.
+
+    Byte for byte, or by :func:`same_value` on the decoded values (floats within
+    ``tolerance``); an error reply, no reply or bytes that do not decode never do.
+    """
+    if got is None or not got.startswith(b"r"):
+        return False
+    if got == want:
+        return True
+    try:
+        mine, theirs = wire.decode(got[1:]), wire.decode(want[1:])
+    except (wire.WireError, TypeError, ValueError, RecursionError):
+        return False
+    return same_value(_from_wire(mine), _from_wire(theirs), tolerance)
 
 
 # -- comparing on the trusted side -------------------------------------------------------------

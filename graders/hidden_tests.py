@@ -59,8 +59,9 @@ class HiddenTestsGrader(Grader[UnitTestsConfig]):
             # Decided by the task alone: nothing the candidate writes makes this term go away.
             return self.failed(
                 FailureKind.NOT_APPLICABLE,
-                "hidden cases come from a python_function task's reference, or a Python "
-                "stdin_stdout task's reference and input_generator; this task has neither",
+                "hidden cases come from the reference of a python_function or test_program "
+                "task, or a Python stdin_stdout task's reference and input_generator; this "
+                "task has neither",
             )
         shared = config if config.hidden_cases else config.model_copy(update={"hidden_cases": True})
         # With hidden_cases, the unit-test grader shares one grading among the components
@@ -108,6 +109,6 @@ def _has_hidden_cases(task: object) -> bool:
     """Whether the task can have hidden cases (whether it has any, its derivation says)."""
     if not isinstance(task, TaskSpec) or not task.reference:
         return False
-    if task.kind == "python_function":
+    if task.kind in ("python_function", "test_program"):
         return True
     return task.kind == "stdin_stdout" and task.language == "python" and bool(task.input_generator)

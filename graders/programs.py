@@ -45,7 +45,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,6 +113,10 @@ class SessionOutcome:
     candidate_ended: str | None
     report: RunReport | None
     harness_s: float
+    #: Each call the harness made and the candidate's reply (when asked to record).
+    exchanges: list[tuple[bytes, bytes]] = field(default_factory=list)
+    #: The candidate's reply to each hidden call, ``None`` where it gave none.
+    hidden_replies: list[bytes | None] = field(default_factory=list)
 
 
 @dataclass
@@ -420,8 +424,18 @@ class Programs:
         toolchain: Toolchain,
         harness_build: Build,
         harness_dir: str,
+        *,
+        record: bool = False,
+        hidden: Sequence[bytes] = (),
     ) -> SessionOutcome:
-        """Run the candidate's program against the harness, relaying every call."""
+        """Run the candidate's program against the harness, relaying every call.
+
+        ``record`` keeps every call and reply in the outcome's ``exchanges``; the
+        ``hidden`` calls (request payloads) follow the harness's in the same run
+        (see :func:`_relay`).
+        """
+        exchanges: list[tuple[bytes, bytes]] = []
+        hidden_replies: list[bytes | None] = []
         cache = self.language_cache(lang.name)
         with (
             self._pool().bridge_run(spec, limits) as run,
@@ -448,7 +462,15 @@ class Programs:
                 raise SandboxError(f"the harness did not start: {e}") from e
             theirs.close()
             try:
-                calls, ended = _relay(ours, run.channel, run.deadline, started + HARNESS_WALL_S)
+                calls, ended = _relay(
+                    ours,
+                    run.channel,
+                    run.deadline,
+                    started + HARNESS_WALL_S,
+                    exchanges if record else None,
+                    hidden,
+                    hidden_replies,
+                )
             finally:
                 ours.close()
                 with contextlib.suppress(subprocess.TimeoutExpired):
@@ -471,7 +493,30 @@ class Programs:
             candidate_ended=ended,
             report=run.report,
             harness_s=harness_s,
+            exchanges=exchanges,
+            hidden_replies=hidden_replies,
         )
+
+    def calls(
+        self, spec: dict[str, Any], limits: Limits, requests: Sequence[bytes]
+    ) -> tuple[list[bytes | None], RunReport | None]:
+        """Run a program and make ``requests`` of it directly, with no harness.
+
+        Returns each reply (``None`` from the first the program did not answer
+        on) and the run's report. For a reference's answers to hidden cases.
+        """
+        replies: list[bytes | None] = []
+        with self._pool().bridge_run(spec, limits) as run:
+            reader = _Reader(run.channel, run.deadline.at)
+            for request in requests:
+                if replies and replies[-1] is None:
+                    replies.append(None)  # it stopped answering
+                    continue
+                run.deadline.waiting()
+                reply, _ = _ask(run.channel, reader, request)
+                run.deadline.working()
+                replies.append(reply)
+        return replies, run.report
 
 
 def _env(build: Build, cache: str) -> dict[str, str]:
@@ -519,8 +564,31 @@ def _pending(sock: socket.socket) -> bool:
         return False
 
 
+def _ask(candidate: socket.socket, reader: _Reader, request: bytes) -> tuple[bytes | None, str]:
+    """Send one call to the candidate and read its reply: ``(reply, "")``, or ``(None, why)``."""
+    try:
+        if reader.buffer or _pending(candidate):
+            # Bytes before the call was sent: replies written blind, not answers.
+            return None, "out of turn: the program wrote before it was called"
+        candidate.sendall(wire.frame(request))
+        reply = wire.read_frame(reader.read)
+    except TimeoutError:
+        return None, "timeout"
+    except wire.WireError as e:
+        return None, f"malformed reply: {e}"
+    except OSError:
+        return None, "closed"
+    return (reply, "") if reply is not None else (None, "closed")
+
+
 def _relay(
-    harness: socket.socket, candidate: socket.socket, deadline: RunDeadline, wall: float
+    harness: socket.socket,
+    candidate: socket.socket,
+    deadline: RunDeadline,
+    wall: float,
+    record: list[tuple[bytes, bytes]] | None = None,
+    hidden: Sequence[bytes] = (),
+    hidden_replies: list[bytes | None] | None = None,
 ) -> tuple[int, str | None]:
     """Pass each call from the harness to the candidate and its reply back, one at a time.
 
@@ -528,42 +596,47 @@ def _relay(
     answered every call the harness made). The candidate's end closing, its
     deadline passing or a malformed reply all close the harness's end: its stub
     fails the call (a failed test), and the harness goes on or ends.
+
+    ``record`` is given each call and its reply. Once the harness is done, each
+    of the ``hidden`` calls is sent as the harness's were (the candidate cannot
+    tell them apart but by their order), and its reply, or ``None`` where the
+    candidate gave none, goes to ``hidden_replies``.
     """
     from_harness = _Reader(harness, lambda: wall)
     from_candidate = _Reader(candidate, deadline.at)
     calls = 0
+    ended: str | None = None
     while True:
         try:
             request = wire.read_frame(from_harness.read)
         except (OSError, wire.WireError, TimeoutError):
-            return calls, None
+            request = None
         if request is None:
-            return calls, None
+            break
         deadline.waiting()
         calls += 1
-        ended: str | None = None
-        reply: bytes | None = None
-        try:
-            if from_candidate.buffer or _pending(candidate):
-                # Bytes before the call was sent: replies written blind, not answers.
-                ended = "out of turn: the program wrote before it was called"
-                raise wire.WireError(ended)
-            candidate.sendall(wire.frame(request))
-            reply = wire.read_frame(from_candidate.read)
-            if reply is None:
-                ended = "closed"
-        except TimeoutError:
-            ended = "timeout"
-        except wire.WireError as e:
-            ended = ended or f"malformed reply: {e}"
-        except OSError:
-            ended = "closed"
+        reply, why = _ask(candidate, from_candidate, request)
         deadline.working()
-        if ended is not None or reply is None:
+        if reply is None:
             with contextlib.suppress(OSError):
                 harness.shutdown(socket.SHUT_RDWR)
-            return calls, ended or "closed"
+            ended = why
+            break
+        if record is not None:
+            record.append((request, reply))
         try:
             harness.sendall(wire.frame(reply))
         except OSError:
-            return calls, None
+            break
+    if hidden_replies is not None:
+        for request in hidden:
+            if ended is not None:
+                hidden_replies.append(None)
+                continue
+            deadline.waiting()
+            reply, why = _ask(candidate, from_candidate, request)
+            deadline.working()
+            hidden_replies.append(reply)
+            if reply is None:
+                ended = why
+    return calls, ended

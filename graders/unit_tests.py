@@ -64,13 +64,17 @@ from arbiter.graders.hidden_cases import (
     HiddenCaseStore,
     derive_hidden_cases,
     derive_program_cases,
+    derive_wire_cases,
     entry_point_of,
+    same_reply,
 )
 from arbiter.graders.languages import language as language_named
 from arbiter.graders.languages.base import (
+    Build,
     Language,
     MalformedProgram,
     ProgramParts,
+    Toolchain,
     UnsupportedTask,
 )
 from arbiter.graders.program import compiles, program_of, prompt_code, prompt_text
@@ -80,6 +84,7 @@ from arbiter.graders.programs import (
     Artifact,
     CompileFailed,
     Programs,
+    SessionOutcome,
 )
 from arbiter.graders.repository.grading import RepositoryGrading, RepositorySettings
 from arbiter.graders.runner import current_batch
@@ -217,7 +222,9 @@ class UnitTestsConfig(GraderConfig):
             "python_function tasks with a reference: also run the candidate, in the same run, "
             "on hidden cases derived from the reference (arbiter.graders.hidden_cases); Python "
             "stdin_stdout tasks with a reference and an input_generator: on the reference's "
-            "outputs for generated inputs, a run each. They never count in this score: a "
+            "outputs for generated inputs, a run each; test_program tasks with a reference (in "
+            "their language): after the harness's calls, in the same run, calls the reference "
+            "answered, on inputs mutated from the harness's. They never count in this score: a "
             "hidden_tests component reads them."
         ),
     )
@@ -1404,14 +1411,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         if task.kind == "stdin_stdout":
             parts = dataclasses.replace(bare, code=extracted.code, continued=False)
         else:
-            try:
-                names = [d.name for d in lang.declared(bare)]
-            except UnsupportedTask:
-                names = [task.entry_point] if task.entry_point else []
-            # A completion that does not define the declared function continues the prompt.
-            continued = bool(names) and not any(lang.defines(extracted.code, n) for n in names)
-            code = prompt + extracted.code if continued else extracted.code
-            parts = dataclasses.replace(bare, code=code, continued=continued)
+            parts = _with_code(lang, bare, extracted.code, task.entry_point)
         try:
             if task.kind == "stdin_stdout":
                 build = lang.program(parts.code)
@@ -1449,10 +1449,79 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
 
                 return self._grade_stdio(parts.code, task, config, run, lang, compiled)
             return self._grade_test_program(
-                lang, toolchain, harness_build, spec, made, run_limits, config, compiled
+                lang,
+                toolchain,
+                harness_build,
+                spec,
+                made,
+                run_limits,
+                config,
+                compiled,
+                (bare, task, build_limits) if config.hidden_cases else None,
             )
 
         return self._grade_retried(attempt, parts.code, task, config)
+
+    def _language_cases(
+        self,
+        lang: Language,
+        toolchain: Toolchain,
+        harness_build: Build,
+        harness: str,
+        bare: ProgramParts,
+        task: TaskSpec,
+        config: UnitTestsConfig,
+        limits: Limits,
+        build_limits: Limits,
+    ) -> HiddenCases:
+        """A compiled ``test_program`` task's hidden cases, from its reference (derived once).
+
+        The reference is compiled and run against the task's harness, which must
+        pass; the calls the harness made of it are the visible inputs, and
+        :func:`~arbiter.graders.hidden_cases.derive_wire_cases` derives the rest.
+        """
+        if not task.reference:
+            return HiddenCases("", (), reason="the task has no reference to derive cases from")
+        key = self.hidden.key(
+            "test_program",
+            task.language,
+            toolchain.version,
+            bare.prompt,
+            bare.tests,
+            bare.setup_code,
+            task.entry_point,
+            task.reference,
+            config.max_hidden_cases,
+        )
+
+        def derive() -> HiddenCases:
+            with ours():
+                parts = _with_code(lang, bare, task.reference or "", task.entry_point)
+                try:
+                    build = lang.candidate(parts)
+                except (MalformedProgram, UnsupportedTask) as e:
+                    return HiddenCases("", (), reason=f"the reference cannot be built: {e}")
+                made, _ = self.programs.artifact(lang, toolchain, build, build_limits)
+                if isinstance(made, CompileFailed):
+                    return HiddenCases("", (), reason="the reference does not compile")
+                spec = self.programs.run_spec(lang, toolchain, build, made, config.memory_mb)
+                run = self.programs.session(
+                    spec, limits, lang, toolchain, harness_build, harness, record=True
+                )
+                passed, total = lang.harness_passed(
+                    run.harness_exit, run.harness_stdout, run.harness_stderr
+                )
+                if total <= 0 or passed < total:
+                    return HiddenCases("", (), reason="the reference fails the task's tests")
+                return derive_wire_cases(
+                    lambda requests: self.programs.calls(spec, limits, requests)[0],
+                    run.exchanges,
+                    entry_point=task.entry_point,
+                    seed=key,
+                    max_cases=config.max_hidden_cases,
+                )
+
+        return self.hidden.get(key, derive)
 
     def _compile_failed(
         self, failed: CompileFailed, config: UnitTestsConfig, details: dict[str, Any]
@@ -1477,6 +1546,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         limits: Limits,
         config: UnitTestsConfig,
         details: dict[str, Any],
+        for_hidden: tuple[ProgramParts, TaskSpec, Limits] | None = None,
     ) -> GradeResult:
         harness = self.programs.harness(lang, toolchain, harness_build)
         if isinstance(harness, CompileFailed):
@@ -1485,7 +1555,40 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 f"the task's tests do not compile as a harness: {harness.diagnostics[-1500:]}",
                 details={**details, "diagnostics": harness.diagnostics},
             )
-        outcome = self.programs.session(spec, limits, lang, toolchain, harness_build, harness)
+        hidden = None
+        if for_hidden is not None:
+            bare, task, build_limits = for_hidden
+            hidden = self._language_cases(
+                lang, toolchain, harness_build, harness, bare, task, config, limits, build_limits
+            )
+        outcome = self.programs.session(
+            spec,
+            limits,
+            lang,
+            toolchain,
+            harness_build,
+            harness,
+            hidden=[c.call.encode("latin-1") for c in hidden.cases] if hidden else (),
+        )
+        result = self._test_program_result(lang, outcome, config, details)
+        if hidden is None:
+            return result
+        if not hidden.cases or result.score is None:
+            return _with_hidden(result, hidden, ())
+        outcomes = []
+        for at, (case, got) in enumerate(zip(hidden.cases, outcome.hidden_replies, strict=False)):
+            same = same_reply(got, case.expected.encode("latin-1"))
+            outcomes.append(UnitOutcome(-at - 1, "", "passed" if same else "assertion_failed"))
+        return _with_hidden(result, hidden, outcomes)
+
+    def _test_program_result(
+        self,
+        lang: Language,
+        outcome: SessionOutcome,
+        config: UnitTestsConfig,
+        details: dict[str, Any],
+    ) -> GradeResult:
+        """The harness's verdict on a session, with how the candidate's run ended."""
         passed, total = lang.harness_passed(
             outcome.harness_exit, outcome.harness_stdout, outcome.harness_stderr
         )
@@ -1657,6 +1760,23 @@ _SIGNALS = {
 
 #: The share of its memory limit a run must have used for its runtime's word to count.
 OOM_EVIDENCE = 0.5
+
+
+def _with_code(
+    lang: Language, bare: ProgramParts, code: str, entry_point: str | None
+) -> ProgramParts:
+    """``bare`` with ``code`` as the candidate's (or reference's) program.
+
+    A completion that does not define a declared function continues the prompt.
+    """
+    try:
+        names = [d.name for d in lang.declared(bare)]
+    except UnsupportedTask:
+        names = [entry_point] if entry_point else []
+    continued = bool(names) and not any(lang.defines(code, n) for n in names)
+    return dataclasses.replace(
+        bare, code=bare.prompt + code if continued else code, continued=continued
+    )
 
 
 def _out_of_memory(lang: Language | None, report: RunReport, stderr: str, memory_mb: int) -> bool:
