@@ -1502,6 +1502,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 except (MalformedProgram, UnsupportedTask) as e:
                     return HiddenCases("", (), reason=f"the reference cannot be built: {e}")
                 made, _ = self.programs.artifact(lang, toolchain, build, build_limits)
+                if isinstance(made, CompileFailed) and made.ended != "error":
+                    # A limit, on a busy host: ours to retry, never cached as "no cases".
+                    raise SandboxError(f"the reference's compile ended: {made.ended}")
                 if isinstance(made, CompileFailed):
                     return HiddenCases("", (), reason="the reference does not compile")
                 spec = self.programs.run_spec(lang, toolchain, build, made, config.memory_mb)
@@ -1511,6 +1514,8 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 passed, total = lang.harness_passed(
                     run.harness_exit, run.harness_stdout, run.harness_stderr
                 )
+                if passed < total and run.report is not None and run.report.timed_out:
+                    raise SandboxError("the reference ran past its deadline against its tests")
                 if total <= 0 or passed < total:
                     return HiddenCases("", (), reason="the reference fails the task's tests")
                 return derive_wire_cases(

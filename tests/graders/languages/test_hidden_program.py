@@ -22,8 +22,9 @@ from arbiter.graders.hidden_cases import (
     wire_inputs,
 )
 from arbiter.graders.languages import wire
+from arbiter.graders.programs import CompileFailed
 from arbiter.graders.registry import default_registry
-from arbiter.graders.sandbox import SandboxPool
+from arbiter.graders.sandbox import PoolConfig, SandboxPool
 from arbiter.graders.types import Sample, TaskSpec
 from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from arbiter.rubrics.loader import load_rubric
@@ -166,10 +167,9 @@ CONFIG = UnitTestsConfig(timeout_s=20, hidden_cases=True)
 
 
 @pytest.fixture(scope="module")
-def hidden_grader(
-    language_pool: SandboxPool, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[UnitTestsGrader]:
-    grader = UnitTestsGrader(language_pool)
+def hidden_grader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UnitTestsGrader]:
+    # A pool of its own: closing a grader closes its pool.
+    grader = UnitTestsGrader(SandboxPool(PoolConfig(slots=2)))
     grader.hidden = HiddenCaseStore(str(tmp_path_factory.mktemp("hidden")))
     yield grader
     grader.close()
@@ -237,3 +237,30 @@ def test_the_hidden_tests_term_reads_a_compiled_task(
     assert bad.components["tests"].score == 1.0
     assert bad.components["hidden_tests"].score < 0.5
     assert bad.reward <= 0.5
+
+
+def test_a_reference_compile_ended_by_a_limit_is_ours_retried_and_not_cached(
+    hidden_grader: UnitTestsGrader, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A mock of our own compile's outcome: a limit ending the reference's compile
+    # cannot be caused on demand on a quiet host.
+    grader = hidden_grader
+    require_toolchain(grader, "cpp")
+    monkeypatch.setattr(grader, "hidden", HiddenCaseStore(str(tmp_path)))
+    artifact = grader.programs.artifact
+    ended = []
+
+    def limited(lang, toolchain, build, limits):  # type: ignore[no-untyped-def]
+        if "(long long)a*a" in repr(build):  # the reference's build, not the table's
+            ended.append(build)
+            return CompileFailed("cc1plus: killed", "timeout"), False
+        return artifact(lang, toolchain, build, limits)
+
+    monkeypatch.setattr(grader.programs, "artifact", limited)
+    result = _grade(grader, TABLE)
+    assert result.score is None and result.failure is not None
+    assert result.failure.kind == "sandbox_error" and result.failure.retryable
+    assert len(ended) == 2  # once more, then typed as ours
+    assert not grader.hidden._memory and not list(tmp_path.iterdir())
+    monkeypatch.setattr(grader.programs, "artifact", artifact)
+    assert _grade(grader, TABLE).details["hidden"]["total"] == 8  # derived once it can
