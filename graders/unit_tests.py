@@ -521,7 +521,11 @@ def _cached_plan(
     reference: str | None = None,
     classes: tuple[str, ...] | None = None,
 ) -> CheckPlan:
-    """Plan once per task: a GRPO group grades many responses against the same tests."""
+    """Plan once per task: a GRPO group grades many responses against the same tests.
+
+    Not to run: a checks worker runs the tests, from a plan of its own; this
+    process needs only what the tests are (their units, the names they need).
+    """
     return plan_function_tests(
         tests if isinstance(tests, str) else list(tests),
         setup_code,
@@ -529,6 +533,7 @@ def _cached_plan(
         entry_point=entry_point,
         reference=reference,
         classes=classes,
+        runnable=False,
     )
 
 

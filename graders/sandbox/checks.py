@@ -127,6 +127,8 @@ class CheckPlan:
     modules: frozenset[str] = frozenset()
     #: The declared names the tests use as classes (see graders.sandbox.classes).
     classes: frozenset[str] = frozenset()
+    #: Whether its statements are compiled to run (see :func:`plan_function_tests`).
+    runnable: bool = True
 
     @property
     def units(self) -> int:
@@ -243,21 +245,48 @@ class _Seen:
         self.calls = self.calls or other.calls
 
 
+#: Nodes that only compile inside a function or a loop: a statement holding one may
+#: not compile on its own (``return`` in ``check``), which changes the plan.
+_SCOPED = (
+    ast.Return,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.Await,
+    ast.Nonlocal,
+    ast.Break,
+    ast.Continue,
+    ast.AsyncFor,
+    ast.AsyncWith,
+    ast.comprehension,
+)
+#: What an unrun plan's statements hold in place of their code.
+_UNCOMPILED = compile("", "<not compiled>", "exec", dont_inherit=True)
+
+
 def _compile(
-    stmts: list[ast.stmt], source: str, seen: _Seen, *, as_units: bool
+    stmts: list[ast.stmt], source: str, seen: _Seen, *, as_units: bool, runnable: bool = True
 ) -> tuple[Statement, ...]:
-    """Compile each statement on its own; add what each reads and binds to ``seen``."""
+    """Compile each statement on its own; add what each reads and binds to ``seen``.
+
+    Not ``runnable``: only a statement that may not compile on its own (one
+    holding a :data:`_SCOPED` node) is compiled, so that it fails as it would;
+    the others hold :data:`_UNCOMPILED`, and no call is read ahead.
+    """
     out: list[Statement] = []
     # Whole lines, not ast.get_source_segment: that re-splits the source per call.
     lines = source.splitlines()
     for stmt in stmts:
         end = stmt.end_lineno or stmt.lineno
         text = textwrap.dedent("\n".join(lines[stmt.lineno - 1 : end])) or ast.unparse(stmt)
-        module = ast.Module(body=[stmt], type_ignores=[])
-        # dont_inherit: this module's ``from __future__ import annotations`` is not the
-        # tests' (a prompt's dataclass would get string annotations to resolve).
-        code = compile(module, "<tests>", "exec", dont_inherit=True)
-        own = _Seen().scan(_walk(stmt))
+        nodes = _walk(stmt)
+        if runnable or any(isinstance(n, _SCOPED) for n in nodes):
+            module = ast.Module(body=[stmt], type_ignores=[])
+            # dont_inherit: this module's ``from __future__ import annotations`` is not the
+            # tests' (a prompt's dataclass would get string annotations to resolve).
+            code = compile(module, "<tests>", "exec", dont_inherit=True)
+        else:
+            code = _UNCOMPILED
+        own = _Seen().scan(nodes)
         seen.add(own)
         out.append(
             Statement(
@@ -268,7 +297,7 @@ def _compile(
                 calls=own.calls,
                 binds=frozenset(own.bound),
                 reads=frozenset(own.loaded),
-                ahead=_ahead_call(stmt),
+                ahead=_ahead_call(stmt) if runnable else None,
             )
         )
     return tuple(out)
@@ -309,17 +338,21 @@ def plan_function_tests(
     entry_point: str | None = None,
     reference: str | None = None,
     classes: list[str] | tuple[str, ...] | None = None,
+    runnable: bool = True,
 ) -> CheckPlan:
     """Split the tests into setup and per-assert units (see :func:`_plan`).
 
     ``reference`` (the task's solution, if it has one) and ``classes`` (the
-    task's own list) only say which declared names are classes.
+    task's own list) only say which declared names are classes. A plan that
+    is not ``runnable`` says what the tests are (their units, the names they
+    need, their statements' lines) at less cost, for the process that does
+    not run them: :func:`run_plan` refuses it.
     """
     with warnings.catch_warnings():
         # Dataset tests carry invalid escapes ("\w") that Python only warns about.
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", SyntaxWarning)
-        return _plan(tests, setup_code, helpers, entry_point, reference, classes)
+        return _plan(tests, setup_code, helpers, entry_point, reference, classes, runnable)
 
 
 #: Top-level statements of a prompt's code that are the task's helpers.
@@ -365,6 +398,7 @@ def _plan(
     entry_point: str | None,
     reference: str | None = None,
     classes: list[str] | tuple[str, ...] | None = None,
+    runnable: bool = True,
 ) -> CheckPlan:
     """Split the tests into setup and per-assert units.
 
@@ -377,6 +411,7 @@ def _plan(
         entry_point: the candidate's function the tests call, when the task names it.
         reference: the task's solution, if it has one (it may show a name as a class).
         classes: the task's own list of the names the tests use as classes.
+        runnable: whether the plan is to run (see :func:`_compile`).
 
     Raises:
         CheckPlanError: the tests do not parse.
@@ -399,19 +434,21 @@ def _plan(
     ]
     helper_source = helpers or ""
     try:
-        helper_code = _compile(helper_stmts, helper_source, helper_seen, as_units=False)
+        helper_code = _compile(
+            helper_stmts, helper_source, helper_seen, as_units=False, runnable=runnable
+        )
     except (SyntaxError, ValueError):
         helper_code = ()
-    prelude = list(_compile(setup_tree.body, setup, setup_seen, as_units=False))
+    prelude = list(_compile(setup_tree.body, setup, setup_seen, as_units=False, runnable=runnable))
     check = next(
         (s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"), None
     )
     param = None
     if check is None:
-        statements = _compile(tree.body, source, seen, as_units=True)
+        statements = _compile(tree.body, source, seen, as_units=True, runnable=runnable)
     else:
         others = [s for s in tree.body if s is not check and not _is_check_call(s)]
-        prelude += _compile(others, source, seen, as_units=False)
+        prelude += _compile(others, source, seen, as_units=False, runnable=runnable)
         # check's own name and signature, and module-level calls of it; its body
         # is walked statement by statement below.
         seen.scan([check])
@@ -426,12 +463,14 @@ def _plan(
             if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))  # docstring
         ]
         try:
-            statements = _compile(body, source, seen, as_units=True)
+            statements = _compile(body, source, seen, as_units=True, runnable=runnable)
         except SyntaxError:
             # e.g. a ``return`` inside check: run check whole, as one unit.
             whole = parse_module(f"check({param})" if param else "check()").body
-            prelude += _compile([check], source, seen, as_units=False)
-            statements = _compile(whole, f"check({param})", _Seen(), as_units=True)
+            prelude += _compile([check], source, seen, as_units=False, runnable=runnable)
+            statements = _compile(
+                whole, f"check({param})", _Seen(), as_units=True, runnable=runnable
+            )
             statements = (
                 Statement(check.lineno, "check(...) (run whole)", statements[0].code, True),
             )
@@ -460,6 +499,7 @@ def _plan(
         declared=frozenset(declared),
         modules=frozenset(modules),
         classes=shown,
+        runnable=runnable,
     )
 
 
@@ -635,6 +675,8 @@ def run_plan(
     Raises:
         CheckPlanError: the task's own helpers or setup failed, the candidate untouched.
     """
+    if not plan.runnable:
+        raise ValueError("a plan made not to run was given to run_plan")
     # The tests' namespace is a module's, registered while they run: library code
     # looks a class's module up by name (a prompt's dataclass, ``typing.get_type_hints``).
     module = ModuleType(_TESTS_MODULE)
