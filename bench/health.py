@@ -12,15 +12,26 @@ against one live ``arbiter serve`` (SQLite, the default registry):
 It prints, for each level and probe, the answers, the share that took over 1 s
 (Kubernetes' default probe timeout) and the p50, p99 and max latency, and each
 hostile rubric's answer and time; the worst probe latency is last.
+
+The probes come from a process of their own, in a session of its own, as a
+kubelet's do (it is not in the service's scheduling group): their clients are
+made before the window opens, so what is timed is the service's answer, not a
+client's start on a starved CPU. A probe that has not answered by the end of
+the window counts, at the time it had waited. The hostile rubrics are built
+before the window too.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from argparse import SUPPRESS
 from pathlib import Path
 
 import httpx
@@ -55,31 +66,57 @@ def hostile_rubrics() -> dict[str, str]:
     }
 
 
-def _probe(url: str, path: str, every_s: float, stop: threading.Event, out: list[float]) -> None:
-    with httpx.Client(timeout=30) as client:
-        while not stop.is_set():
-            started = time.perf_counter()
-            try:
-                client.get(f"{url}{path}")
-                out.append(time.perf_counter() - started)
-            except httpx.HTTPError:
-                out.append(float("inf"))
-            time.sleep(max(0.0, every_s - (time.perf_counter() - started)))
+def _probe(client: httpx.Client, url: str, every_s: float, until: float, out: list[float]) -> None:
+    while time.perf_counter() < until:
+        started = time.perf_counter()
+        try:
+            client.get(url, timeout=max(0.1, until - started + PROBE_TIMEOUT_S))
+            out.append(time.perf_counter() - started)
+        except httpx.TimeoutException:
+            out.append(time.perf_counter() - started)  # unanswered when the window closed
+        except httpx.HTTPError:
+            out.append(float("inf"))
+        time.sleep(max(0.0, every_s - (time.perf_counter() - started)))
 
 
-def _register(url: str, key: str, stop: threading.Event, seen: dict[str, list[float]]) -> None:
-    rubrics = hostile_rubrics()
+def prober(url: str, seconds: float, every_s: float) -> None:
+    """Probe both endpoints for ``seconds`` (after a line on stdin); print the latencies as JSON."""
+    clients = {path: httpx.Client() for path in PATHS}
+    for path, client in clients.items():
+        client.get(f"{url}{path}")  # connected before the window, as a kubelet's would be
+    print("ready", flush=True)
+    sys.stdin.readline()
+    until = time.perf_counter() + seconds
+    probes: dict[str, list[float]] = {path: [] for path in PATHS}
+    threads = [
+        threading.Thread(target=_probe, args=(clients[p], f"{url}{p}", every_s, until, probes[p]))
+        for p in PATHS
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    print(json.dumps(probes), flush=True)
+
+
+#: The probed endpoints.
+PATHS = ("/healthz", "/readyz")
+
+
+def _register(
+    client: httpx.Client, url: str, key: str, stop: threading.Event, seen: dict[str, list[float]]
+) -> None:
+    rubrics = [(name, {"yaml": text}) for name, text in hostile_rubrics().items()]
     headers = {"Authorization": f"Bearer {key}"}
-    with httpx.Client(timeout=120) as client:
-        while not stop.is_set():
-            for name, text in rubrics.items():
-                if stop.is_set():
-                    return
-                started = time.perf_counter()
-                answer = client.post(f"{url}/v1/rubrics", json={"yaml": text}, headers=headers)
-                seen.setdefault(f"{name} -> {answer.status_code}", []).append(
-                    time.perf_counter() - started
-                )
+    while not stop.is_set():
+        for name, body in rubrics:
+            if stop.is_set():
+                return
+            started = time.perf_counter()
+            answer = client.post(f"{url}/v1/rubrics", json=body, headers=headers)
+            seen.setdefault(f"{name} -> {answer.status_code}", []).append(
+                time.perf_counter() - started
+            )
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -88,24 +125,34 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def measure(
-    url: str, key: str, seconds: float, every_s: float
-) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
-    """Probe both endpoints while hostile rubrics are registered; return latencies and answers."""
+    url: str, key: str, seconds: float, every_s: float, level: float
+) -> tuple[int, dict[str, list[float]], dict[str, list[float]]]:
+    """Probe both endpoints while hostile rubrics are registered under ``level`` x cores of load.
+
+    Returns the busy processes, the probes' latencies and the registrations' answers.
+    """
+    probe = subprocess.Popen(
+        [sys.executable, "-m", "bench.health", "--probe", url, str(seconds), str(every_s)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        start_new_session=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert probe.stdin is not None and probe.stdout is not None
+    if probe.stdout.readline().strip() != b"ready":
+        raise RuntimeError("the prober did not start")
     stop = threading.Event()
-    probes: dict[str, list[float]] = {"/healthz": [], "/readyz": []}
     registered: dict[str, list[float]] = {}
-    threads = [
-        threading.Thread(target=_probe, args=(url, path, every_s, stop, out))
-        for path, out in probes.items()
-    ]
-    threads.append(threading.Thread(target=_register, args=(url, key, stop, registered)))
-    for thread in threads:
+    with httpx.Client(timeout=120) as client, cpu_load(level) as busy:
+        client.get(f"{url}/healthz")
+        thread = threading.Thread(target=_register, args=(client, url, key, stop, registered))
+        probe.stdin.write(b"go\n")
+        probe.stdin.flush()
         thread.start()
-    time.sleep(seconds)
-    stop.set()
-    for thread in threads:
+        out, _ = probe.communicate(timeout=seconds + 120)
+        stop.set()
         thread.join()
-    return probes, registered
+    return busy, json.loads(out), registered
 
 
 def main() -> None:
@@ -114,7 +161,11 @@ def main() -> None:
     parser.add_argument("--levels", type=float, nargs="+", default=[4.0])
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--every-ms", type=float, default=100.0)
+    parser.add_argument("--probe", nargs=3, metavar=("URL", "SECONDS", "EVERY_S"), help=SUPPRESS)
     args = parser.parse_args()
+    if args.probe:
+        prober(args.probe[0], float(args.probe[1]), float(args.probe[2]))
+        return
     from arbiter.store.db import Store
 
     worst = 0.0
@@ -127,10 +178,14 @@ def main() -> None:
         with arbiter_serve(db_url) as (url, _server):
             for level in [0.0, *args.levels]:
                 label = "quiet" if level == 0 else f"{level:g}x cores busy"
-                with cpu_load(level) as busy:
-                    probes, registered = measure(url, key, args.seconds, args.every_ms / 1000)
+                busy, probes, registered = measure(
+                    url, key, args.seconds, args.every_ms / 1000, level
+                )
                 print(f"== {label} ({busy} busy processes), {args.seconds:g} s")
                 for path, latencies in probes.items():
+                    if not latencies:
+                        print(f"  {path:9s} no probe was sent")
+                        continue
                     late = sum(x > PROBE_TIMEOUT_S for x in latencies)
                     worst = max(worst, max(latencies))
                     print(

@@ -61,6 +61,9 @@ def arbiter_serve(db_url: str, *args: str) -> Iterator[tuple[str, subprocess.Pop
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        # A session of its own, as a service in its own container: where the kernel
+        # groups sessions (sched_autogroup), its share is not the benchmark client's.
+        start_new_session=True,
     )
     try:
         wait_ready(url, server, 60)
