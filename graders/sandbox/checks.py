@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import dataclasses
 import importlib
 import sys
@@ -781,7 +782,9 @@ def _run_hidden(hidden: HiddenRun, channel: Channel) -> list[UnitOutcome]:
     Their calls are sent ahead in batches (their arguments are literals, and
     nothing else runs between them), so they cost the candidate's work and
     little else. A hidden case's outcome carries no source and no message:
-    what it was is not to be shown.
+    what it was is not to be shown. Each grading passes copies of the cases'
+    arguments: what the candidate does to its arguments is copied back to the
+    objects passed, and the cases are kept for every grading of the task.
     """
     namespace: dict[str, object] = {
         "__builtins__": builtins,
@@ -798,11 +801,13 @@ def _run_hidden(hidden: HiddenRun, channel: Channel) -> list[UnitOutcome]:
             size += len(repr(args)) + len(repr(kwargs))
             if batch and size > MAX_AHEAD_BYTES:
                 break
-            batch.append((hidden.entry_point, args, kwargs))
+            batch.append((hidden.entry_point, copy.deepcopy(args), copy.deepcopy(kwargs)))
         channel.send_ahead(batch)
-        for case in hidden.cases[at : at + len(batch)]:
+        for (_, args, kwargs), (_, _, expected) in zip(
+            batch, hidden.cases[at : at + len(batch)], strict=True
+        ):
             at += 1
-            namespace["__arbiter_case__"] = case
+            namespace["__arbiter_case__"] = (args, kwargs, expected)
             result = _run_statement(statement, namespace, channel)
             outcomes.append(UnitOutcome(-at, "", result.outcome))
         channel.drain_ahead()

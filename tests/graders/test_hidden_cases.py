@@ -30,7 +30,7 @@ from arbiter.graders.hidden_cases import (
 from arbiter.graders.registry import default_registry
 from arbiter.graders.sandbox import PoolConfig, SandboxPool
 from arbiter.graders.types import Sample, TaskSpec
-from arbiter.graders.unit_tests import UnitTestsGrader
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from arbiter.rubrics.loader import load_rubric
 from arbiter.rubrics.score import score_samples
 
@@ -385,3 +385,40 @@ def test_a_run_cannot_read_the_cached_cases(unit: UnitTestsGrader, tmp_path: Pat
     assert report.exit_code == 0, report.stderr
     assert "secret-answer" not in seen and key not in seen, seen
     os.unlink(path)
+
+
+SMALLEST = TaskSpec(
+    kind="python_function",
+    tests=(
+        "assert smallest([3, 1, 2]) == 1\nassert smallest([5, 4]) == 4\n"
+        "assert smallest([9, 7, 8, 6]) == 6\nassert smallest([2, 3]) == 2\n"
+    ),
+    entry_point="smallest",
+    reference="def smallest(xs):\n    return sorted(xs)[0]\n",
+)
+
+
+def test_what_a_candidate_does_to_its_arguments_never_reaches_another_grading(
+    tmp_path: Path,
+) -> None:
+    # One slot, so one checks worker holds the task's cases for every grading.
+    grader = UnitTestsGrader(SandboxPool(PoolConfig(slots=1)))
+    grader.hidden = HiddenCaseStore(str(tmp_path))
+    config = UnitTestsConfig(timeout_s=10, hidden_cases=True)
+
+    def hidden(code: str) -> dict[str, int]:
+        sample = Sample(id="s", response=f"```python\n{code}```", task=SMALLEST)
+        found: dict[str, int] = grader.grade_sync(sample, config).details["hidden"]
+        return found
+
+    try:
+        first = "def smallest(xs):\n    return xs[0]\n"  # passes the visible tests only
+        before = hidden(first)
+        assert before["failed"] > 0
+        for _ in range(3):  # an honest answer that sorts its argument in place
+            assert hidden("def smallest(xs):\n    xs.sort()\n    return xs[0]\n")["failed"] == 0
+        # Had the sorts reached the cases, every input would now be sorted, and the
+        # first element the answer: the same verdict as before, or it leaked.
+        assert hidden(first) == before
+    finally:
+        grader.close()
