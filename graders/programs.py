@@ -499,11 +499,11 @@ class Programs:
 
     def calls(
         self, spec: dict[str, Any], limits: Limits, requests: Sequence[bytes]
-    ) -> tuple[list[bytes | None], RunReport | None]:
+    ) -> list[bytes | None]:
         """Run a program and make ``requests`` of it directly, with no harness.
 
         Returns each reply (``None`` from the first the program did not answer
-        on) and the run's report. For a reference's answers to hidden cases.
+        on). For a reference's answers to hidden cases.
         """
         replies: list[bytes | None] = []
         with self._pool().bridge_run(spec, limits) as run:
@@ -516,7 +516,7 @@ class Programs:
                 reply, _ = _ask(run.channel, reader, request)
                 run.deadline.working()
                 replies.append(reply)
-        return replies, run.report
+        return replies
 
 
 def _env(build: Build, cache: str) -> dict[str, str]:

@@ -1524,7 +1524,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 if total <= 0 or passed < total:
                     return HiddenCases("", (), reason="the reference fails the task's tests")
                 return derive_wire_cases(
-                    lambda requests: self.programs.calls(spec, limits, requests)[0],
+                    lambda requests: self.programs.calls(spec, limits, requests),
                     run.exchanges,
                     entry_point=task.entry_point,
                     seed=key,
