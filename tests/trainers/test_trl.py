@@ -14,7 +14,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from arbiter.adapters import trl as trl_adapter
 from arbiter.client import ArbiterClient
-from tests.trainers.conftest import LiveServer, demo_rows, score_with_cli
+from tests.trainers.conftest import CODEGEN_COMPONENTS, LiveServer, demo_rows, score_with_cli
 
 GENERATIONS = 4
 
@@ -171,15 +171,7 @@ def test_grpo_with_one_function_per_component_matches_arbiter_score(
         calls = {f.__name__: [] for f in funcs}
         spied = [_spy(f, calls[f.__name__]) for f in funcs]
         _run_grpo(tmp_path, spied, weights, tokenizer, prompts, scripted)
-    assert list(calls) == [
-        "tests",
-        "hidden_tests",
-        "security",
-        "complexity",
-        "hacks",
-        "efficiency",
-        "penalties",
-    ]
+    assert list(calls) == [*CODEGEN_COMPONENTS, "penalties"]
     assert weights[:6] == [0.55, 0.15, 0.1, 0.05, 0.1, 0.05] and weights[6] == 1.0
     assert all(len(c) == 2 for c in calls.values())  # every function, every step
     expected = score_with_cli(

@@ -16,7 +16,7 @@ from verl.experimental.reward_loop.reward_loop import RewardLoopWorker
 
 from arbiter.adapters import verl as verl_adapter
 from arbiter.client import ArbiterClient
-from tests.trainers.conftest import LiveServer, demo_rows, demo_tokenizer
+from tests.trainers.conftest import CODEGEN_COMPONENTS, LiveServer, demo_rows, demo_tokenizer
 
 CONFIG_DIR = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
 
@@ -103,16 +103,7 @@ def test_verl_reward_loop_scores_through_the_adapter(adapter_env: LiveServer, to
     expected = [0.0 if v is None else v for v in direct.values()]  # ARBITER_ABSTAIN=zero
     assert scores == pytest.approx(expected)
     extra = [o["reward_extra_info"] for o in outputs]
-    assert {k for e in extra for k in e} == {
-        "score",
-        "abstained",
-        "tests",
-        "hidden_tests",
-        "security",
-        "complexity",
-        "hacks",
-        "efficiency",
-    }
+    assert {k for e in extra for k in e} == {"score", "abstained", *CODEGEN_COMPONENTS}
     by_id = dict(zip([r["id"] for r in rows], scores, strict=True))
     assert by_id["pal-correct-body"] == pytest.approx(
         1.0
