@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import queue
 import select
@@ -32,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ from arbiter.graders.sandbox._frames import (
     ChannelClosed,
     FrameReader,
     recv_frame,
+    recv_frame_with_fds,
     send_frame,
 )
 from arbiter.graders.sandbox.checks import UnitOutcome
@@ -60,7 +62,10 @@ _START_TIMEOUT_S = 120.0
 GRACE_S = REPORT_GRACE_S / 5
 #: CPU past its share a worker may spend before it is killed (its own timer fires first).
 CPU_GRACE_S = 1.0
+logger = logging.getLogger("arbiter.graders.sandbox.checks_host")
+
 _BOOT = boot_of("checks_server")
+_TEMPLATE_BOOT = boot_of("checks_server", "forks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,19 +97,143 @@ class ChecksReport:
     trusted_limit: str | None = None
 
 
-class _Worker:
-    """One worker process and our end of its control socket."""
+def _first_frame(
+    ctrl: socket.socket, who: str, log_path: str, stop: Callable[[], None]
+) -> dict[str, Any]:
+    """Read what a process says on start; stop it, and say why with its log, if nothing comes."""
+    try:
+        ready = recv_frame(
+            ctrl, max_bytes=CONTROL_MAX_BYTES, deadline=time.monotonic() + _START_TIMEOUT_S
+        )
+    except (OSError, EOFError, ValueError) as e:
+        said = log_tail(log_path)
+        stop()
+        raise SandboxError(f"{who} did not start: {e}" + (f": {said}" if said else "")) from e
+    if type(ready) is not dict:
+        stop()
+        raise SandboxError(f"{who} said {ready!r} on start")
+    return ready
+
+
+class _Held:
+    """A process of ours with a control socket and a scratch directory."""
+
+    proc: subprocess.Popen[bytes] | _Forked
+    ctrl: socket.socket
+    scratch: str
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.kill()
+        self.proc.wait()
+        self.ctrl.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class _NoForks(Exception):
+    """This host cannot hold a forked worker by a pidfd (Linux before 5.3)."""
+
+
+class _Template(_Held):
+    """The process workers are forked from (:func:`checks_server.forks`), and our end of it."""
 
     def __init__(self) -> None:
         self.scratch = tempfile.mkdtemp(prefix="arbiter-checks-")
-        self.proc: subprocess.Popen[bytes]
         self.proc, self.ctrl = spawn_boot(
-            _BOOT,
+            _TEMPLATE_BOOT,
             pythonpath=os.environ.get("PYTHONPATH", ""),
             home=self.scratch,
             cwd=self.scratch,
-            log_path=os.path.join(self.scratch, "worker.log"),
+            log_path=os.path.join(self.scratch, "template.log"),
         )
+        who = "the checks workers' template"
+        ready = _first_frame(self.ctrl, who, os.path.join(self.scratch, "template.log"), self.stop)
+        if ready.get("op") == "unable":
+            self.stop()
+            raise _NoForks(str(ready.get("detail")))
+        if ready.get("op") != "ready":
+            self.stop()
+            raise SandboxError(f"{who} said {ready!r} on start")
+
+    def fork(self, scratch: str) -> tuple[_Forked, socket.socket]:
+        """Fork a worker at home in ``scratch``; return it and our end of its control socket."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                send_frame(self.ctrl, {"op": "fork", "scratch": scratch}, [theirs.fileno()])
+            finally:
+                theirs.close()
+            self.ctrl.settimeout(_START_TIMEOUT_S)
+            try:
+                answer, fds = recv_frame_with_fds(self.ctrl, max_bytes=CONTROL_MAX_BYTES)
+            finally:
+                self.ctrl.settimeout(None)
+        except (OSError, EOFError, ValueError) as e:
+            ours.close()
+            raise SandboxError(f"the checks workers' template is gone: {e}") from e
+        if answer.get("op") != "forked" or type(answer.get("pid")) is not int or len(fds) != 1:
+            for fd in fds:
+                os.close(fd)
+            ours.close()
+            raise SandboxError(f"the checks workers' template answered {answer!r}")
+        return _Forked(answer["pid"], fds[0]), ours
+
+
+class _Forked:
+    """A worker the template forked, held by a pidfd: never confused with a reused pid.
+
+    It is the template's child, so this side cannot wait for its status; its
+    pidfd turns readable once it has exited, which is all ``poll`` needs.
+    """
+
+    def __init__(self, pid: int, pidfd: int) -> None:
+        self.pid = pid
+        self._fd = pidfd
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self._fd], [], [], 0)[0]:
+            self.returncode = -1  # exited; its status went to the template
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+
+    def wait(self) -> int:
+        """Wait for the worker to have exited (it was killed), and let go of its pidfd."""
+        if self._fd >= 0:
+            select.select([self._fd], [], [], _START_TIMEOUT_S)
+            self.returncode = -1 if self.returncode is None else self.returncode
+            os.close(self._fd)
+            self._fd = -1
+        return -1 if self.returncode is None else self.returncode
+
+
+class _Worker(_Held):
+    """One worker process and our end of its control socket."""
+
+    def __init__(self, template: _Template | None = None) -> None:
+        self.scratch = tempfile.mkdtemp(prefix="arbiter-checks-")
+        self.proc: subprocess.Popen[bytes] | _Forked
+        if template is not None:
+            try:
+                self.proc, self.ctrl = template.fork(self.scratch)
+            except BaseException:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+                raise
+        else:
+            self.proc, self.ctrl = spawn_boot(
+                _BOOT,
+                pythonpath=os.environ.get("PYTHONPATH", ""),
+                home=self.scratch,
+                cwd=self.scratch,
+                log_path=os.path.join(self.scratch, "worker.log"),
+            )
         self.reader = FrameReader(self.ctrl, max_bytes=CONTROL_MAX_BYTES)
         self.ready = False
         #: The task keys this worker has planned, newest last (as its own cache keeps them).
@@ -118,18 +247,8 @@ class _Worker:
             self.planned.popitem(last=False)
 
     def wait_ready(self) -> None:
-        try:
-            ready = recv_frame(
-                self.ctrl,
-                max_bytes=CONTROL_MAX_BYTES,
-                deadline=time.monotonic() + _START_TIMEOUT_S,
-            )
-        except (OSError, EOFError, ValueError) as e:
-            said = self.log_tail()
-            self.stop()
-            raise SandboxError(
-                f"a checks worker did not start: {e}" + (f": {said}" if said else "")
-            ) from e
+        log = os.path.join(self.scratch, "worker.log")
+        ready = _first_frame(self.ctrl, "a checks worker", log, self.stop)
         if ready.get("op") != "ready":
             self.stop()
             raise SandboxError(f"a checks worker said {ready!r} on start")
@@ -137,17 +256,6 @@ class _Worker:
 
     def log_tail(self) -> str:
         return log_tail(os.path.join(self.scratch, "worker.log"))
-
-    @property
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            self.proc.kill()
-        self.proc.wait()
-        self.ctrl.close()
-        shutil.rmtree(self.scratch, ignore_errors=True)
 
     def send(
         self,
@@ -240,6 +348,10 @@ class ChecksHost:
         self.max_workers = max(1, workers)
         self._idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
         self._count = 0
+        #: What workers are forked from (``None``: not started yet, or ``forks`` is off).
+        self._template: _Template | None = None
+        #: Whether workers are forked from a template (else each is an interpreter of its own).
+        self.forks = True
         self._lock = threading.Lock()
         self._all: set[_Worker] = set()
         self._closed = False
@@ -261,10 +373,33 @@ class ChecksHost:
             self._idle.put(worker)
 
     def _spawn(self) -> _Worker:
-        worker = _Worker()
+        """Start a worker (under ``_lock``): a fork of the template, else an interpreter."""
+        try:
+            worker = _Worker(self._forking())
+        except SandboxError:
+            # The template died since it was last seen alive: one fresh start.
+            self._drop_template()
+            worker = _Worker(self._forking())
         self._count += 1
         self._all.add(worker)
         return worker
+
+    def _forking(self) -> _Template | None:
+        """The template, started (again) if it is not running; ``None`` where forks are off."""
+        if self._template is not None and not self._template.alive:
+            self._drop_template()
+        if self._template is None and self.forks and not self._closed:
+            try:
+                self._template = _Template()
+            except _NoForks as e:
+                logger.warning("checks workers start as interpreters of their own: %s", e)
+                self.forks = False
+        return self._template
+
+    def _drop_template(self) -> None:
+        if self._template is not None:
+            self._template.stop()
+            self._template = None
 
     def _forget(self, worker: _Worker) -> None:
         worker.stop()
@@ -336,6 +471,8 @@ class ChecksHost:
             self._count = 0
         for worker in workers:
             worker.stop()
+        with self._lock:
+            self._drop_template()
         while True:
             try:
                 self._idle.get_nowait()

@@ -170,8 +170,8 @@ LONG_LANE_PER_SLOT = 8
 _PROJECT_ROOT = str(Path(arbiter.__file__).resolve().parents[1])
 
 
-def boot_of(module: str) -> str:
-    """Return the ``python -c`` text that starts ``arbiter.graders.sandbox.<module>.main()``.
+def boot_of(module: str, entry: str = "main") -> str:
+    """Return the ``python -c`` text that starts ``arbiter.graders.sandbox.<module>.<entry>()``.
 
     ``arbiter``, ``arbiter.graders`` and ``arbiter.graders.sandbox`` are entered
     as bare packages, so that their ``__init__`` (pydantic, asyncio, the
@@ -188,7 +188,7 @@ for name, path in (("arbiter", ""),
     package.__path__ = [path] if path else []
     sys.modules[name] = package
 from arbiter.graders.sandbox import {module}
-{module}.main()
+{module}.{entry}()
 """
 
 

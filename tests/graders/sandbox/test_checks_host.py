@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 
@@ -123,3 +124,104 @@ def test_a_worker_started_by_a_large_service_is_not_taken_for_large() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "True"]
+
+
+def _grade_once(host: ChecksHost, key: str) -> object:
+    ours, theirs = socket.socketpair()
+    deadline = RunDeadline(time.monotonic(), 10.0)
+    try:
+        with host.worker(10.0) as checks:
+            checks.start(_task(key), ours, deadline, TrustedLimits())
+            send_frame(theirs, {"ready": False, "type": "NameError", "message": "no f"})
+            report = checks.result()
+            return report.load_error, checks._worker
+    finally:
+        theirs.close()
+        ours.close()
+        deadline.close()
+
+
+def _parent(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[1])
+
+
+def _environ(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = [item.split(b"=", 1) for item in f.read().split(b"\0") if b"=" in item]
+    return {k.decode(): v.decode() for k, v in pairs}
+
+
+def test_workers_are_forks_of_the_template_each_at_home_in_its_own_scratch(
+    host: ChecksHost,
+) -> None:
+    from arbiter.graders.sandbox.checks_host import _Forked
+
+    assert host._template is not None
+    workers = [host._take(5.0), host._take(5.0)]
+    for worker in workers:
+        assert isinstance(worker.proc, _Forked)
+        assert _parent(worker.proc.pid) == host._template.proc.pid
+        assert os.readlink(f"/proc/{worker.proc.pid}/cwd") == worker.scratch
+        # Its stderr goes to a log of its own (its HOME and TMPDIR are set in os.environ,
+        # which /proc/PID/environ, the environment it was forked with, does not show).
+        assert os.path.exists(os.path.join(worker.scratch, "worker.log"))
+        host._idle.put(worker)
+    assert workers[0].scratch != workers[1].scratch
+    assert _environ(host._template.proc.pid)["HOME"] == host._template.scratch
+    load_error, _ = _grade_once(host, "forked")
+    assert load_error == ("load_error", "NameError: no f")
+
+
+def test_a_killed_worker_is_seen_dead_and_replaced_by_a_fresh_fork(host: ChecksHost) -> None:
+    worker = host._take(5.0)
+    worker.proc.kill()
+    deadline = time.monotonic() + 10
+    while worker.proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not worker.alive
+    host._idle.put(worker)
+    load_error, fresh = _grade_once(host, "after-a-kill")
+    assert load_error == ("load_error", "NameError: no f")
+    assert fresh is not worker and worker not in host._all
+
+
+def test_a_dead_template_is_started_again_on_the_next_fork() -> None:
+    host = ChecksHost(2)
+    try:
+        try:
+            host.start(1)
+        except Exception as e:
+            unavailable(f"no checks worker starts here: {e}")
+        assert host._template is not None
+        first = host._template
+        first.proc.kill()
+        first.proc.wait()
+        # Its workers die with it (their parent-death signal); a new one is forked anew.
+        (worker,) = list(host._all)
+        deadline = time.monotonic() + 10
+        while worker.alive and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not worker.alive
+        load_error, fresh = _grade_once(host, "after-the-template")
+        assert load_error == ("load_error", "NameError: no f")
+        assert host._template is not None and host._template is not first
+        assert _parent(fresh.proc.pid) == host._template.proc.pid
+    finally:
+        host.close()
+    assert host._template is None
+
+
+def test_where_no_pidfd_can_hold_a_fork_workers_are_interpreters_of_their_own() -> None:
+    # A kernel before 5.3 has no pidfd_open (the template says "unable"); this
+    # one has, so the flag the template's answer sets is set here instead.
+    import subprocess
+
+    host = ChecksHost(1)
+    host.forks = False
+    try:
+        load_error, worker = _grade_once(host, "interpreter")
+        assert load_error == ("load_error", "NameError: no f")
+        assert isinstance(worker.proc, subprocess.Popen) and host._template is None
+    finally:
+        host.close()
