@@ -419,7 +419,10 @@ def main() -> None:
         long_slots=2,
         resources=[{"head": 1}, {"head": 1}, {"second": 1}, {"second": 1}, {"third": 1}],
         concurrency=3,
-        start_timeout_s=30,
+        # The executor's default: five actors importing Arbiter and starting their
+        # pools took past 30 s beside the parallel suite on a slower host (their
+        # start is ours; a replacement that never starts is the only wait it bounds).
+        start_timeout_s=120,
     )
     try:
         clock = time.monotonic()
