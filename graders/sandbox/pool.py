@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import arbiter
 from arbiter.graders.credit import ours
@@ -581,7 +581,8 @@ class _Slot:
         #: Every send on the control socket: the timer thread sends "extend".
         self._send = threading.Lock()
 
-    def start(self) -> None:
+    def launch(self) -> None:
+        """Start the zygote and hand it its configuration; :meth:`wait_ready` waits for it."""
         if os.path.exists(self.dir):
             shutil.rmtree(self.dir, ignore_errors=True)
         # The slot directory stays ours: a run must not rename runs/ or plant
@@ -620,18 +621,33 @@ class _Slot:
                     "disable_layers": list(self.pool.config.disable_layers),
                 },
             )
+        except OSError as e:
+            self._failed(e)
+
+    def wait_ready(self) -> None:
+        """Wait for the zygote :meth:`launch` started to say it is ready."""
+        assert self.ctrl is not None
+        try:
             ready = recv_frame(
-                ours,
+                self.ctrl,
                 max_bytes=CONTROL_MAX_BYTES,
                 deadline=time.monotonic() + _START_TIMEOUT_S,
             )
         except (OSError, EOFError, ValueError) as e:
-            self.kill()
-            raise SandboxError(
-                f"sandbox slot {self.index} did not start: {e}; {self.log_tail()}"
-            ) from e
+            self._failed(e)
         self.layers = dict(ready["layers"])
         self.missing = list(ready["missing"])
+
+    def start(self) -> None:
+        """Start the zygote and wait until it is ready."""
+        self.launch()
+        self.wait_ready()
+
+    def _failed(self, error: Exception) -> NoReturn:
+        self.kill()
+        raise SandboxError(
+            f"sandbox slot {self.index} did not start: {error}; {self.log_tail()}"
+        ) from error
 
     def kill(self) -> None:
         if self.proc is not None:
@@ -842,11 +858,15 @@ class SandboxPool:
             # Slots run as other uids: they must reach their own directories.
             os.chmod(self.scratch, 0o711)
             try:
-                # The fast lane's zygotes now; the long lane's when a run first needs one.
+                # The fast lane's zygotes now, started side by side (each is a process
+                # start: a command's first reward waits for the slowest, not their sum);
+                # the long lane's when a run first needs one.
                 for i in range(self.size):
                     slot = _Slot(i, self)
-                    slot.start()
                     self._slots.append(slot)
+                    slot.launch()
+                for slot in self._slots:
+                    slot.wait_ready()
                     self._idle.put(slot)
             except BaseException:
                 self._close_slots()
