@@ -33,7 +33,7 @@ import tempfile
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,30 +97,32 @@ class ChecksReport:
     trusted_limit: str | None = None
 
 
-def _first_frame(
-    ctrl: socket.socket, who: str, log_path: str, stop: Callable[[], None]
-) -> dict[str, Any]:
-    """Read what a process says on start; stop it, and say why with its log, if nothing comes."""
-    try:
-        ready = recv_frame(
-            ctrl, max_bytes=CONTROL_MAX_BYTES, deadline=time.monotonic() + _START_TIMEOUT_S
-        )
-    except (OSError, EOFError, ValueError) as e:
-        said = log_tail(log_path)
-        stop()
-        raise SandboxError(f"{who} did not start: {e}" + (f": {said}" if said else "")) from e
-    if type(ready) is not dict:
-        stop()
-        raise SandboxError(f"{who} said {ready!r} on start")
-    return ready
-
-
 class _Held:
     """A process of ours with a control socket and a scratch directory."""
 
     proc: subprocess.Popen[bytes] | _Forked
     ctrl: socket.socket
     scratch: str
+    #: Where its stderr goes, in its scratch directory.
+    log: str
+
+    def first_frame(self, who: str) -> dict[str, Any]:
+        """Read what it says on start; stop it, and say why with its log, if nothing comes."""
+        try:
+            ready = recv_frame(
+                self.ctrl, max_bytes=CONTROL_MAX_BYTES, deadline=time.monotonic() + _START_TIMEOUT_S
+            )
+        except (OSError, EOFError, ValueError) as e:
+            said = self.log_tail()
+            self.stop()
+            raise SandboxError(f"{who} did not start: {e}" + (f": {said}" if said else "")) from e
+        if type(ready) is not dict:
+            self.stop()
+            raise SandboxError(f"{who} said {ready!r} on start")
+        return ready
+
+    def log_tail(self) -> str:
+        return log_tail(self.log)
 
     @property
     def alive(self) -> bool:
@@ -143,15 +145,16 @@ class _Template(_Held):
 
     def __init__(self) -> None:
         self.scratch = tempfile.mkdtemp(prefix="arbiter-checks-")
+        self.log = os.path.join(self.scratch, "template.log")
         self.proc, self.ctrl = spawn_boot(
             _TEMPLATE_BOOT,
             pythonpath=os.environ.get("PYTHONPATH", ""),
             home=self.scratch,
             cwd=self.scratch,
-            log_path=os.path.join(self.scratch, "template.log"),
+            log_path=self.log,
         )
         who = "the checks workers' template"
-        ready = _first_frame(self.ctrl, who, os.path.join(self.scratch, "template.log"), self.stop)
+        ready = self.first_frame(who)
         if ready.get("op") == "unable":
             self.stop()
             raise _NoForks(str(ready.get("detail")))
@@ -208,10 +211,10 @@ class _Forked:
         """Wait for the worker to have exited (it was killed), and let go of its pidfd."""
         if self._fd >= 0:
             select.select([self._fd], [], [], _START_TIMEOUT_S)
-            self.returncode = -1 if self.returncode is None else self.returncode
             os.close(self._fd)
             self._fd = -1
-        return -1 if self.returncode is None else self.returncode
+        self.returncode = -1  # its status went to the template
+        return self.returncode
 
 
 class _Worker(_Held):
@@ -219,7 +222,7 @@ class _Worker(_Held):
 
     def __init__(self, template: _Template | None = None) -> None:
         self.scratch = tempfile.mkdtemp(prefix="arbiter-checks-")
-        self.proc: subprocess.Popen[bytes] | _Forked
+        self.log = os.path.join(self.scratch, "worker.log")
         if template is not None:
             try:
                 self.proc, self.ctrl = template.fork(self.scratch)
@@ -232,7 +235,7 @@ class _Worker(_Held):
                 pythonpath=os.environ.get("PYTHONPATH", ""),
                 home=self.scratch,
                 cwd=self.scratch,
-                log_path=os.path.join(self.scratch, "worker.log"),
+                log_path=self.log,
             )
         self.reader = FrameReader(self.ctrl, max_bytes=CONTROL_MAX_BYTES)
         self.ready = False
@@ -247,15 +250,11 @@ class _Worker(_Held):
             self.planned.popitem(last=False)
 
     def wait_ready(self) -> None:
-        log = os.path.join(self.scratch, "worker.log")
-        ready = _first_frame(self.ctrl, "a checks worker", log, self.stop)
+        ready = self.first_frame("a checks worker")
         if ready.get("op") != "ready":
             self.stop()
             raise SandboxError(f"a checks worker said {ready!r} on start")
         self.ready = True
-
-    def log_tail(self) -> str:
-        return log_tail(os.path.join(self.scratch, "worker.log"))
 
     def send(
         self,

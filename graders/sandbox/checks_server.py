@@ -37,6 +37,7 @@ import time
 import traceback
 import warnings
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 from arbiter.graders.hidden_cases import literal, same_value
@@ -261,14 +262,8 @@ def main(fd: int | None = None) -> None:
     gc.collect()
     gc.freeze()
     send_frame(ctrl, {"op": "ready"})
-    while True:
-        try:
-            request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
-        except EOFError:
-            break
-        if len(fds) != 2:
-            _refuse(ctrl, fds, {"op": "done", "refused": "a grading needs two descriptors"})
-            continue
+    refusal = {"op": "done", "refused": "a grading needs two descriptors"}
+    for request, fds in _requests(ctrl, 2, refusal):
         grade(request, fds[0], fds[1], ctrl)
 
 
@@ -294,14 +289,11 @@ def forks() -> None:
     # Children are reaped here; each is kept a zombie until its pidfd is open.
     signal.signal(signal.SIGCHLD, _reap)
     send_frame(ctrl, {"op": "ready"})
-    while True:
-        try:
-            request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
-        except EOFError:
-            break
+    refusal = {"op": "refused", "detail": "a fork needs a scratch and a socket"}
+    for request, fds in _requests(ctrl, 1, refusal):
         scratch = request.get("scratch") if type(request) is dict else None
-        if len(fds) != 1 or type(scratch) is not str:
-            _refuse(ctrl, fds, {"op": "refused", "detail": "a fork needs a scratch and a socket"})
+        if type(scratch) is not str:
+            _refuse(ctrl, fds, refusal)
             continue
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
         try:
@@ -317,6 +309,21 @@ def forks() -> None:
         finally:
             os.close(pidfd)
     os._exit(0)
+
+
+def _requests(
+    ctrl: socket.socket, descriptors: int, refusal: dict[str, Any]
+) -> Iterator[tuple[Any, list[int]]]:
+    """Each request on ``ctrl`` until it closes; one without ``descriptors`` fds is refused."""
+    while True:
+        try:
+            request, fds = recv_frame_with_fds(ctrl, max_bytes=CONTROL_MAX_BYTES)
+        except EOFError:
+            return
+        if len(fds) != descriptors:
+            _refuse(ctrl, fds, refusal)
+            continue
+        yield request, fds
 
 
 def _refuse(ctrl: socket.socket, fds: list[int], answer: dict[str, Any]) -> None:
