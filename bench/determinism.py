@@ -157,6 +157,15 @@ def _component_scores(reward: Reward) -> dict[str, float | None]:
     return {name: c.score for name, c in reward.components.items()}
 
 
+def _failure(reward: Reward, name: str) -> str:
+    """The failure a component of ``reward`` carries, as ``" (kind: message)"``, or nothing."""
+    component = reward.components.get(name)
+    failure = None if component is None else component.failure
+    if failure is None:
+        return ""
+    return f" ({failure.kind.value}: {failure.message[:160]})"
+
+
 def compare(
     baseline: Sequence[Reward], other: Sequence[Reward]
 ) -> tuple[list[str], int, Counter[str]]:
@@ -166,7 +175,7 @@ def compare(
     ours: Counter[str] = Counter()
     for a, b in zip(baseline, other, strict=True):
         ca, cb = _component_scores(a), _component_scores(b)
-        moved = [f"{n} {ca[n]} -> {cb[n]}" for n in ca if ca[n] != cb[n]]
+        moved = [f"{n} {ca[n]} -> {cb[n]}{_failure(b, n)}" for n in ca if ca[n] != cb[n]]
         if a.reward != b.reward:
             flips.append(f"{a.id} ({'; '.join(moved) or 'no component moved'})")
         components += len(moved)

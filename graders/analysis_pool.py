@@ -69,6 +69,8 @@ class WorkerPool:
     inline instead; results are the same, only slower under load.
     """
 
+    WARM_S = 30.0  # how long warm() keeps asking for a worker that has not answered
+
     def __init__(self, workers: int | None = None) -> None:
         self.workers = workers if workers is not None else len(os.sched_getaffinity(0))
         self._executor: ProcessPoolExecutor | None = None
@@ -111,14 +113,25 @@ class WorkerPool:
 
         One short task per worker, each holding its worker a moment, so that every
         worker (not the first one over and over) has started and imported its
-        analysers. Without a pool there is nothing to start.
+        analysers. A busy host can leave a worker unscheduled for longer than the
+        hold, and its sibling takes two tasks: then another round, holding twice
+        as long, until every worker has answered or ``WARM_S`` has passed (a
+        worker still starting then runs its warm-ups before its first task all
+        the same). Without a pool there is nothing to start.
         """
         executor = self.executor()
         if executor is None:
             return set()
+        answered: set[int] = set()
+        hold = 0.05
+        deadline = time.monotonic() + self.WARM_S
         try:
-            futures = [executor.submit(_hold, 0.05) for _ in range(self.workers)]
-            return {future.result() for future in futures}
+            while True:
+                futures = [executor.submit(_hold, hold) for _ in range(self.workers)]
+                answered |= {future.result() for future in futures}
+                if len(answered) >= self.workers or time.monotonic() > deadline:
+                    return answered
+                hold *= 2
         except Exception as e:  # BrokenProcessPool, or workers that cannot start at all
             # Not fatal: the next use starts a fresh pool, or analyses inline.
             logger.warning("analysis workers did not start (%s): %s", type(e).__name__, e)

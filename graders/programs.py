@@ -153,6 +153,9 @@ def _files_message(files: dict[str, str]) -> list[list[Any]]:
 class Programs:
     """Toolchains, compiled artifacts and harnesses for one grader; thread-safe."""
 
+    #: The wall-clock limit of a harness's compile (ours, on the trusted side).
+    HARNESS_COMPILE_S = 300.0
+
     def __init__(self, pool: Callable[[], SandboxPool], cache_dir: str | None = None) -> None:
         self._pool = pool
         self._cache_dir = cache_dir
@@ -345,7 +348,12 @@ class Programs:
     # --- the harness ----------------------------------------------------------
 
     def harness(self, lang: Language, toolchain: Toolchain, build: Build) -> str | CompileFailed:
-        """Compile the task's harness on the trusted side once; return its directory."""
+        """Compile the task's harness on the trusted side once; return its directory.
+
+        A compiler's error is the task's (its tests do not compile) and is kept;
+        a compile that a limit stopped (a busy host, a cold build cache) says
+        nothing about the task: :class:`SandboxError`, ours to retry, never kept.
+        """
         with ours():
             return self._harness(lang, toolchain, build)
 
@@ -372,8 +380,18 @@ class Programs:
                 out,
                 toolchain,
                 self.language_cache(lang.name),
+                timeout_s=self.HARNESS_COMPILE_S,
                 private=self.private_dir(lang.name),
             )
+            if not done.ok and done.ended != "error":
+                with self._lock:
+                    self._toolchain_locks.pop("harness:" + key, None)
+                shutil.rmtree(out, ignore_errors=True)
+                # Its diagnostics stay out: the harness holds the task's tests.
+                raise SandboxError(
+                    f"the task's harness compile was stopped ({done.ended}) "
+                    f"after {done.seconds:.1f} s"
+                )
             result: str | CompileFailed = (
                 out if done.ok else CompileFailed(done.diagnostics[-DIAGNOSTICS_CHARS:], "error")
             )
@@ -392,7 +410,14 @@ class Programs:
             if self._harness_root is None:
                 self._harness_root = tempfile.mkdtemp(prefix="arbiter-harness-")
             path = os.path.join(self._harness_root, f"private-{name}")
-        os.makedirs(path, 0o700, exist_ok=True)
+            lock = self._toolchain_locks.setdefault("private:" + name, threading.Lock())
+        with lock:
+            if not os.path.isdir(path):
+                os.makedirs(path, 0o700)
+                try:
+                    language_named(name).seed_private(self.language_cache(name), path)
+                except OSError as e:  # a cold cache: slower, never wrong
+                    log.warning("the %s harness cache was not seeded: %s", name, e)
         return path
 
     def close(self) -> None:

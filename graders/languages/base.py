@@ -274,6 +274,13 @@ class Language:
         """
         return toolchain
 
+    def seed_private(self, cache_dir: str, private: str) -> None:
+        """Fill a fresh ``{private}``, the harnesses' own build cache, from ``cache_dir``.
+
+        What :meth:`prepare` built there, so the first harness does not compile
+        the libraries again. Only our own prepare writes ``cache_dir``.
+        """
+
     def harness_passed(self, exit_code: int | None, stdout: str, stderr: str) -> tuple[int, int]:
         """Read the harness's run: (tests passed, tests run). By default one program, one test.
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+import shutil
 import subprocess
 import tempfile
 import warnings
@@ -942,6 +943,24 @@ class GoLanguage(Language):
             )
         roots = tuple(dict.fromkeys((*toolchain.roots, cache_dir)))
         return Toolchain(paths=toolchain.paths, version=toolchain.version, roots=roots)
+
+    def seed_private(self, cache_dir: str, private: str) -> None:
+        """Copy the prepared build cache into the harnesses' own, once.
+
+        A cold harness cache compiled the standard library and testify (with
+        net/http under it) for the first harness: 10 s of one core quiet, past
+        its limit beside other compiles on a busy host. Seeded, 0.8 s. Go reads
+        a cache entry by the hash of its inputs, so a copy serves the harness's
+        builds exactly as the cache it was built in.
+        """
+        prepared = Path(cache_dir, "go-build")
+        seeded = Path(private, "go-build")
+        if not prepared.is_dir() or seeded.exists():
+            return
+        partial = Path(private, "go-build.seeding")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(prepared, partial, symlinks=True)
+        partial.rename(seeded)
 
     # -- the verdict
 

@@ -8,6 +8,7 @@ run in the sandbox (:mod:`arbiter.graders.programs`).
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import subprocess
@@ -28,11 +29,18 @@ HARNESS_MEMORY_MB = 8192
 
 @dataclass(frozen=True, slots=True)
 class CompileOutcome:
-    """How a build's commands ended: ``ok``, or the failing command's diagnostics."""
+    """How a build's commands ended: ``ok``, or the failing command's diagnostics.
+
+    ``ended`` tells a compiler's own verdict (``error``: it exited with a
+    status) from a limit that stopped it (``timeout``: the wall-clock limit;
+    ``killed``: a signal, such as SIGXCPU at the CPU limit or the kernel's
+    out-of-memory killer). Only an error says something about the sources.
+    """
 
     ok: bool
     diagnostics: str
     seconds: float
+    ended: str = "ok"
 
 
 def _place(word: str, out: str, cache: str, private: str, memory_mb: int) -> str:
@@ -108,13 +116,15 @@ def compile_build(
                 capture_output=True,
                 timeout=timeout_s,
                 check=False,
-                preexec_fn=_limits(int(timeout_s), HARNESS_MEMORY_MB),
+                preexec_fn=_limits(max(1, math.ceil(timeout_s)), HARNESS_MEMORY_MB),
             )
         except subprocess.TimeoutExpired:
-            return CompileOutcome(False, f"{argv[0]} ran past {timeout_s:g} s", _since(started))
+            message = f"{argv[0]} ran past {timeout_s:g} s"
+            return CompileOutcome(False, message, _since(started), "timeout")
         if done.returncode != 0:
             text = (done.stderr + done.stdout).decode("utf-8", "replace")
-            return CompileOutcome(False, text, _since(started))
+            ended = "killed" if done.returncode < 0 else "error"
+            return CompileOutcome(False, text, _since(started), ended)
     return CompileOutcome(True, "", _since(started))
 
 

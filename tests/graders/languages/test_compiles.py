@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
 from arbiter.graders.languages import language
-from arbiter.graders.programs import Programs
+from arbiter.graders.languages.base import Build, Toolchain
+from arbiter.graders.programs import CompileFailed, Programs
 from arbiter.graders.runner import GraderJob, run_jobs
 from arbiter.graders.sandbox import Limits, RunReport, SandboxError, SandboxPool
 from arbiter.graders.types import FailureKind, IOCase, Sample, TaskSpec
@@ -81,6 +83,53 @@ def test_a_compile_ended_by_its_wall_clock_with_cpu_to_spare_is_ours(
     limits = Limits(timeout_s=5.0, wall_factor=2.0)
     with pytest.raises(SandboxError, match="backstop"):
         waited.artifact(cpp, toolchain, build, limits)
+
+
+def _harness(*commands: str) -> Build:
+    return Build(
+        files={"harness.txt": "the task's tests\n"},
+        compile=tuple(("sh", "-c", c) for c in commands),
+        artifacts=("harness.txt",),
+        run=("true",),
+    )
+
+
+@pytest.mark.parametrize(
+    ("command", "ended"),
+    [("kill -KILL $$", "killed"), ("kill -XCPU $$", "killed"), ("sleep 30", "timeout")],
+)
+def test_a_harness_compile_stopped_by_a_limit_is_ours_and_not_kept(
+    tmp_path: Path, command: str, ended: str
+) -> None:
+    # Go's first harness, cold, beside five languages' compiles under 4x load ran
+    # past its limit; kept as "the task's tests do not compile", it made the
+    # task's canonical solution abstain. A limit says nothing about the task.
+    programs = Programs(lambda: None, cache_dir=str(tmp_path))  # type: ignore[arg-type, return-value]
+    programs.HARNESS_COMPILE_S = 0.5
+    toolchain = Toolchain(paths={}, version="sh")
+    build = _harness("echo compiling", command)
+    try:
+        for _ in range(2):  # never kept: the next grade compiles it again
+            with pytest.raises(SandboxError, match=rf"stopped \({ended}\)") as raised:
+                programs.harness(language("cpp"), toolchain, build)
+            assert "compiling" not in str(raised.value)  # no diagnostics of the task's
+        made = programs.harness(language("cpp"), toolchain, _harness("true"))
+        assert isinstance(made, str) and Path(made, "harness.txt").is_file()
+    finally:
+        programs.close()
+
+
+def test_a_harness_that_does_not_compile_is_the_tasks_and_kept(tmp_path: Path) -> None:
+    programs = Programs(lambda: None, cache_dir=str(tmp_path))  # type: ignore[arg-type, return-value]
+    toolchain = Toolchain(paths={}, version="sh")
+    build = _harness("echo 'harness.txt:1: no such type' >&2; exit 1")
+    try:
+        first = programs.harness(language("cpp"), toolchain, build)
+        assert isinstance(first, CompileFailed) and first.ended == "error"
+        assert "no such type" in first.diagnostics
+        assert programs.harness(language("cpp"), toolchain, build) is first
+    finally:
+        programs.close()
 
 
 def test_a_burst_of_compiles_waits_for_compile_places_and_never_times_out(

@@ -703,6 +703,26 @@ def harness(toolchain: Toolchain, private: str, tmp_path_factory: pytest.TempPat
     return run
 
 
+def test_a_fresh_harness_cache_is_seeded_from_the_prepared_one(
+    toolchain: Toolchain, cache: str, tmp_path: Path
+) -> None:
+    # Cold, the first harness compiled the standard library and testify again
+    # (10 s of one core; past its limit beside other compiles on a busy host).
+    private = tmp_path / "private"
+    private.mkdir()
+    LANGUAGE.seed_private(cache, str(private))
+    seeded = {p.name for p in (private / "go-build").rglob("*") if p.is_file()}
+    prepared = {p.name for p in Path(cache, "go-build").rglob("*") if p.is_file()}
+    assert prepared and seeded >= prepared - {"trim.txt"}
+    LANGUAGE.seed_private(cache, str(private))  # seeded once; a second call keeps it
+    out = tmp_path / "harness"
+    out.mkdir()
+    _compile(LANGUAGE.harness(_parts()), str(out), toolchain, str(private))
+    compiled = {p.name for p in (private / "go-build").rglob("*") if p.is_file()} - seeded
+    # The harness's own package and its link, not testify's or the library's hundreds.
+    assert 0 < len(compiled) < 40, len(compiled)
+
+
 def _right(request: bytes) -> bytes:
     name, [xs] = wire.decode(request)
     assert name == "Total"
