@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from arbiter.graders.answers.pool import CheckFailed, CheckPool, CheckTimeout
+from arbiter.graders.answers.pool import CheckFailed, CheckPool, CheckStarved, CheckTimeout
 from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.instruction_checks import check_instruction, detect_language
 from arbiter.graders.types import FailureKind, GradeResult, InstructionsTask, Sample
@@ -44,7 +44,7 @@ class InstructionsConfig(GraderConfig):
         default=False, description="1 only when every instruction is followed, else 0."
     )
     check_timeout_s: Annotated[float, Field(gt=0, le=120, allow_inf_nan=False)] = Field(
-        default=10.0, description="The checks' limit per sample, counted from a worker's take."
+        default=10.0, description="The checks' limit per sample, in CPU time from a worker's take."
     )
 
 
@@ -109,6 +109,8 @@ class InstructionsGrader(Grader[InstructionsConfig]):
                 instruction_ids=list(task.instruction_id_list),
                 kwargs=[dict(k) for k in task.kwargs],
             )
+        except CheckStarved as e:  # the host kept the check off the CPU: ours
+            return self.failed(FailureKind.INFRA_TIMEOUT, str(e), retryable=True)
         except CheckFailed as e:
             # The arguments were validated with the sample: only the response is left
             # to blame, so a check it keeps busy or breaks is its 0, never an abstention.

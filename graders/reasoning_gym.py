@@ -24,7 +24,13 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from arbiter.graders.answers.extraction import after_thinking, boxed_contents
-from arbiter.graders.answers.pool import CheckFailed, CheckPool, CheckTimeout, report_phase
+from arbiter.graders.answers.pool import (
+    CheckFailed,
+    CheckPool,
+    CheckStarved,
+    CheckTimeout,
+    report_phase,
+)
 from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.types import (
     FailureKind,
@@ -64,7 +70,7 @@ class ReasoningGymConfig(GraderConfig):
         default=False, description="1 only for a full score; partial credit becomes 0."
     )
     check_timeout_s: Annotated[float, Field(gt=0, le=120, allow_inf_nan=False)] = Field(
-        default=10.0, description="The scorer's limit per sample, counted from a worker's take."
+        default=10.0, description="The scorer's limit per sample, in CPU time from a worker's take."
     )
 
 
@@ -141,6 +147,8 @@ class ReasoningGymGrader(Grader[ReasoningGymConfig]):
                 entry=task.entry,
                 extract=config.extract,
             )
+        except CheckStarved as e:  # the host kept the check off the CPU: ours
+            return self.failed(FailureKind.INFRA_TIMEOUT, str(e), retryable=True)
         except CheckFailed as e:
             if e.phase == SCORER:
                 return self.failed(

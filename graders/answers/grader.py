@@ -22,7 +22,13 @@ from pydantic import Field
 
 from arbiter.graders.answers.check import GOLD, PREDICTION, check_response
 from arbiter.graders.answers.equivalence import warm_up
-from arbiter.graders.answers.pool import CheckCrashed, CheckFailed, CheckPool, CheckTimeout
+from arbiter.graders.answers.pool import (
+    CheckCrashed,
+    CheckFailed,
+    CheckPool,
+    CheckStarved,
+    CheckTimeout,
+)
 from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.types import AnswerTask, FailureKind, GradeResult, Sample, Violation
 
@@ -35,8 +41,9 @@ class AnswerConfig(GraderConfig):
     check_timeout_s: Annotated[float, Field(gt=0, le=120, allow_inf_nan=False)] = Field(
         default=5.0,
         description=(
-            "Each check's limit, counted from when a worker takes it (never the queue); "
-            "a check past it is killed with its worker."
+            "Each check's limit, in its worker's CPU time from when a worker takes it "
+            "(never the queue, never a wait for a core); a check past it is killed with "
+            "its worker."
         ),
     )
     measure: Literal["correct", "format"] = Field(
@@ -133,6 +140,9 @@ class AnswerGrader(Grader[AnswerConfig]):
 
     def _check_failed(self, error: CheckFailed, config: AnswerConfig) -> GradeResult:
         message = str(error)
+        if isinstance(error, CheckStarved):
+            # The host kept the check off the CPU: ours whatever phase it was in.
+            return self.failed(FailureKind.INFRA_TIMEOUT, message, retryable=True)
         if error.phase == GOLD:
             # The gold did not parse, or took past the limit to read: the task's fault.
             return self.failed(FailureKind.INVALID_TASK, f"the gold answer: {message}")

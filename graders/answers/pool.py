@@ -10,7 +10,10 @@ its place in the background.
 The clock of a check starts when a worker takes it, never while it waits for
 one (verifiers#831: a timeout that counted the queue gave false zeros at 960
 parallel rollouts): a check is sent only to an idle worker, and its limit is
-counted from that send. A worker reports each phase of a check as it enters
+counted from that send, in the worker's own CPU time: a busy host that keeps
+the worker off the CPU slows the check without charging it (a wall-clock
+backstop, ``wall_factor`` times the limit, ends a starved check as ours,
+:class:`CheckStarved`). A worker reports each phase of a check as it enters
 it, so a timeout names the phase it cut (reading the gold is the task's,
 reading the prediction the candidate's). Each worker's address space is
 bounded, so a check that would allocate without end fails with MemoryError in
@@ -38,6 +41,7 @@ __all__ = [
     "CheckFailed",
     "CheckOutcome",
     "CheckPool",
+    "CheckStarved",
     "CheckTimeout",
     "report_phase",
 ]
@@ -68,6 +72,34 @@ class CheckTimeout(CheckFailed):
 
 class CheckCrashed(CheckFailed):
     """A check raised, or its worker died under it."""
+
+
+class CheckStarved(CheckFailed):
+    """A check's wall-clock backstop passed before it had used its CPU limit.
+
+    The host kept its worker off the CPU: ours, never the candidate's. The
+    worker was killed as for a timeout.
+    """
+
+
+def _cpu_s(pid: int | None) -> float | None:
+    """The CPU time (user and system) process ``pid`` has used, or ``None`` if unreadable."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # The name (field 2) may hold spaces and parentheses: the fields follow its last ")".
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    try:
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (IndexError, ValueError):
+        return None
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +170,7 @@ class CheckPool:
             check (imports, a first parse), so no check pays for a start.
         memory_mb: each worker's address-space bound (0: none).
         initial: how many workers :meth:`start` brings up.
+        wall_factor: a check's wall-clock backstop, as a multiple of its limit.
     """
 
     def __init__(
@@ -147,6 +180,7 @@ class CheckPool:
         warm_up: Callable[[], None] | None = None,
         memory_mb: int = 2048,
         initial: int = 1,
+        wall_factor: float = 10.0,
     ) -> None:
         if workers < 1:
             raise ValueError("a check pool needs at least one worker")
@@ -156,6 +190,7 @@ class CheckPool:
         self.initial = min(initial, workers)
         self._warm_up = warm_up
         self._memory_mb = memory_mb
+        self.wall_factor = max(1.0, wall_factor)
         self._context = multiprocessing.get_context("forkserver")
         self._idle: asyncio.Queue[_Worker] | None = None
         self._all: set[_Worker] = set()
@@ -249,12 +284,17 @@ class CheckPool:
             return message
 
     async def run(self, fn: Callable[..., Any], limit_s: float, **kwargs: Any) -> CheckOutcome:
-        """Run ``fn(**kwargs)`` in an idle worker, killing it at ``limit_s`` of run time.
+        """Run ``fn(**kwargs)`` in an idle worker, killing it at ``limit_s`` of its CPU time.
 
         ``fn`` is a module-level function (sent by reference) whose value pickles.
+        The limit counts the worker's own CPU time from the take: on a busy host
+        a check waits for a core without being charged for it (a wall-clock limit
+        failed an honest answer there, the candidate's 0). A wall-clock backstop,
+        ``wall_factor`` times the limit, ends a check the host starved.
 
         Raises:
-            CheckTimeout: the check ran ``limit_s`` and its worker was killed.
+            CheckTimeout: the check used ``limit_s`` of CPU and its worker was killed.
+            CheckStarved: the backstop passed first (ours); its worker was killed.
             CheckCrashed: ``fn`` raised (its type and message), or the worker died.
         """
         if self._loop is not asyncio.get_running_loop():
@@ -276,17 +316,36 @@ class CheckPool:
         healthy = False
         started = time.perf_counter()
         try:
+            pid = worker.process.pid
+            cpu = _cpu_s(pid)
             worker.conn.send((fn, kwargs))
             started = time.perf_counter()  # the clock starts with the check, not the queue
-            try:
-                async with asyncio.timeout(limit_s):
-                    message = await self._receive(worker, entered)
-            except TimeoutError:
-                self.killed += 1
-                raise CheckTimeout(
-                    f"the check ran past its {limit_s:g} s limit (phase: {phase or 'start'})",
-                    phase,
-                ) from None
+            backstop = started + limit_s * self.wall_factor
+            while True:
+                now = time.perf_counter()
+                used = _cpu_s(pid)
+                # Unreadable CPU time (no /proc): the wall clock, as the limit's floor.
+                spent = now - started if cpu is None or used is None else used - cpu
+                wait = min(limit_s - spent, backstop - now)
+                if spent >= limit_s:
+                    self.killed += 1
+                    raise CheckTimeout(
+                        f"the check ran past its {limit_s:g} s limit (phase: {phase or 'start'})",
+                        phase,
+                    )
+                if wait <= 0:
+                    self.killed += 1
+                    raise CheckStarved(
+                        f"the check was kept off the CPU: {spent:.2f} s of its {limit_s:g} s "
+                        f"limit used in {now - started:.1f} s (phase: {phase or 'start'})",
+                        phase,
+                    )
+                try:
+                    async with asyncio.timeout(max(wait, 0.01)):
+                        message = await self._receive(worker, entered)
+                    break
+                except TimeoutError:
+                    continue
             run_s = time.perf_counter() - started
             healthy = True
             if message[0] == "ok":

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import time
 
 import pytest
 
-from arbiter.graders.answers.pool import CheckCrashed, CheckPool, CheckTimeout, report_phase
+from arbiter.graders.answers.pool import (
+    CheckCrashed,
+    CheckPool,
+    CheckStarved,
+    CheckTimeout,
+    report_phase,
+)
 
 
 def nap(*, seconds: float) -> int:
@@ -20,6 +27,23 @@ def spin(*, phase: str) -> None:
     report_phase(phase)
     while True:
         pass
+
+
+def burn(*, cpu_s: float) -> float:
+    """Use ``cpu_s`` of this process's CPU time, however long the host makes it take."""
+    until = time.process_time() + cpu_s
+    while time.process_time() < until:
+        pass
+    return time.process_time()
+
+
+async def _stopped_for(pid: int, seconds: float) -> None:
+    """Keep process ``pid`` off the CPU for ``seconds``, as a saturated host would."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        await asyncio.sleep(seconds)
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def explode(*, message: str) -> None:
@@ -71,6 +95,47 @@ def test_a_stuck_check_is_killed_and_the_others_are_graded():
     assert "0.5 s limit" in str(timeout)
     assert after.value > 0
     assert killed == 1
+
+
+def test_a_check_kept_off_the_cpu_past_its_limit_is_not_timed_out():
+    # The limit is the check's own CPU time: on a busy host (a make test beside it)
+    # a 1 s wall-clock limit had failed checks that needed 0.3 s, the candidate's 0.
+    async def go():
+        pool = CheckPool(1)
+        try:
+            pid = (await pool.run(nap, 5.0, seconds=0.0)).value
+            check = asyncio.ensure_future(pool.run(burn, 0.5, cpu_s=0.2))
+            await asyncio.sleep(0.05)
+            await _stopped_for(pid, 1.0)  # twice the limit, with no CPU to use
+            return await check
+        finally:
+            pool.close()
+
+    outcome = asyncio.run(go())
+    assert outcome.run_s > 1.0  # past its limit on the wall clock, within it in CPU
+    assert outcome.value > 0.2
+
+
+def test_a_check_the_host_starves_past_its_backstop_is_ours_not_a_timeout():
+    async def go():
+        pool = CheckPool(1, wall_factor=2.0)
+        try:
+            pid = (await pool.run(nap, 5.0, seconds=0.0)).value
+            check = asyncio.ensure_future(pool.run(spin, 0.5, phase="prediction"))
+            await asyncio.sleep(0.05)
+            os.kill(pid, signal.SIGSTOP)  # off the CPU until the pool kills it
+            with pytest.raises(CheckStarved) as caught:
+                await check
+            after = await pool.run(nap, 5.0, seconds=0.0)  # a fresh worker took its place
+        finally:
+            pool.close()
+        return caught.value, after, pool.killed
+
+    starved, after, killed = asyncio.run(go())
+    assert not isinstance(starved, CheckTimeout)
+    assert starved.phase == "prediction"
+    assert "kept off the CPU" in str(starved)
+    assert after.value > 0 and killed == 1
 
 
 def test_an_error_is_typed_with_its_phase_and_the_worker_survives():
