@@ -196,7 +196,7 @@ def dockerfile() -> dict[str, object]:
     return found
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=160)
 def test_the_container_recipe_serves_the_rubric_library(tmp_path: Path):
     # The image's own steps, on this host (no container engine here): install.sh with
     # the server, models and postgres extras, then its CMD, ENV and HEALTHCHECK.

@@ -42,7 +42,7 @@ from tests.api import plugin_graders
 from tests.api.conftest import Server, StartServer
 from tests.api.store_faults import held_lock, private_postgres
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow(seconds=55), pytest.mark.postgres]
 
 CHAOS = """\
 name: chaos

@@ -13,7 +13,7 @@ from tests.api.conftest import StartServer
 from tests.strictness import unavailable
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=95)
 def test_no_server_errors_under_schema_fuzzing(start_server: StartServer, tmp_path: Path) -> None:
     # A server of its own: the fuzzer may revoke keys it can see.
     server = start_server()

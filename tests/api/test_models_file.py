@@ -31,7 +31,7 @@ CHAT_JUDGE = REPO / "rubrics" / "library" / "chat-judge.yaml"
 KEY_VARIABLE = "ARBITER_TEST_JUDGE_KEY"
 KEY = "sk-test-never-logged-7f3a"
 runner = CliRunner()
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=80)
 
 
 def cli_rewards(rubric: Path, models: Path, samples: Path, out: Path) -> list[dict[str, Any]]:

@@ -239,7 +239,7 @@ def test_audit_takes_several_sets_and_refuses_repeated_ids(tmp_path):
     assert again.exit_code == 1 and "sample ids repeat across the sets: e0, e1, e2" in again.stderr
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=90)
 def test_project_eval_sets_meet_their_gates_under_python_codegen(tmp_path):
     rubric = REPO / "rubrics" / "library" / "python-codegen.yaml"
     sets = [str(REPO / "eval_sets" / name) for name in ("hacks.jsonl", "mutations.jsonl")]

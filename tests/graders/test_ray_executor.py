@@ -21,13 +21,12 @@ from bench.netns import netns_available, netns_command
 from tests.strictness import unavailable
 
 #: A three-node cluster on two cores: its heartbeats miss while other tests load the machine.
-pytestmark = pytest.mark.exclusive
+pytestmark = [pytest.mark.exclusive, pytest.mark.slow]
 
 if importlib.util.find_spec("ray") is None:  # in the dev extra: missing is an error, not a skip
     raise ImportError("ray is not installed: pip install -e '.[dev]'")
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

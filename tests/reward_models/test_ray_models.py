@@ -24,7 +24,7 @@ if importlib.util.find_spec("ray") is None:  # in the dev extra: missing is an e
     raise ImportError("ray is not installed: pip install -e '.[dev]'")
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=90)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from .conftest import BUGGY, FAIL_TO_PASS, HIDDEN, PASS_TO_PASS, BugTask
 from .naive_harness import Link, NaiveRun, make_patch, naive_run
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=45)
 
 IDS = [*FAIL_TO_PASS, *PASS_TO_PASS]
 
