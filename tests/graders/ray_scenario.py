@@ -156,6 +156,8 @@ async def repository_by_id(executor: RayExecutor, repo: RepositorySource) -> dic
         "snapshot": task.repository,
         "first": summary(first),
         "fetches_after_first": fetched_first,
+        # Why a grading failed, should one (a failure's message says what the kind cannot).
+        "messages": [r.failure.message[:300] if r.failure else None for r in (first, *results)],
         "scores": [r.score for r in results],
         "failure_kinds": [r.details.get("failure_kind") for r in results],
         "fetched": list(repo.fetches),
