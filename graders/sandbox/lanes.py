@@ -486,6 +486,9 @@ RANK_EVERY_S = 0.1
 #: it (and with the host's processes) once other work on the host is.
 _FAVOURED_NICE = 10
 _FAVOURED_NICE_CONTENDED = 0
+#: The nice value of the long lane's other runs while the host is contended and the
+#: fast lane empty: out of the idle group, below the favoured runs and the host's.
+_UNFAVOURED_NICE_CONTENDED = 5
 #: The long lane's favoured runs go up to nice 0 once other processes than ours
 #: take more than this share of the host's busy CPU time.
 HOST_SHARE_CONTENDED = 0.5
@@ -587,6 +590,13 @@ class LeastAttained:
         #: Whether the host's other processes take most of the busy CPU (sampled each tick).
         self.host = HostShare()
         self._idle: IdleGroup | None = None
+        #: Whether the fast lane is empty (no run, no build, none waiting): the pool's.
+        self.fast_idle: Callable[[], bool] = lambda: False
+        #: Held while runs are placed: by a tick, and by :meth:`restrain`.
+        self._placing = threading.Lock()
+        #: The last tick's ranking, and whether it favoured every run (the fast lane empty).
+        self._ranked: list[tuple[_LongRun, list[int]]] = []
+        self._everyone = False
         #: Ticks done (for tests and operators).
         self.rounds = 0
 
@@ -672,10 +682,36 @@ class LeastAttained:
             nice = _FAVOURED_NICE_CONTENDED if self.host.contended() else _FAVOURED_NICE
             # Fewest ticks first; among equals, the run that turned long first.
             seen.sort(key=lambda entry: (sum(entry[2].values()), entry[0].order))
-            for place, (run, pids, _, _, _) in enumerate(seen):
-                self._place(run, pids, nice if place < self.favoured else None, idle)
+            with self._placing:
+                # While the host's other work is most of the busy CPU and the fast
+                # lane is empty (no run of ours to hold up), the other long runs leave
+                # the idle group too, at a nice between the favoured runs' and 19:
+                # there the host's busy processes starved them, and a batch whose
+                # last runs were loopers had 0.4 of a core at 4x load. A run that
+                # enters the fast lane sends them back at once (:meth:`restrain`).
+                self._everyone = nice == _FAVOURED_NICE_CONTENDED and self.fast_idle()
+                rest = _UNFAVOURED_NICE_CONTENDED if self._everyone else None
+                self._ranked = [(run, pids) for run, pids, _, _, _ in seen]
+                for place, (run, pids, _, _, _) in enumerate(seen):
+                    self._place(run, pids, nice if place < self.favoured else rest, idle)
         self.rounds += 1
         self.timers.call_later(RANK_EVERY_S, lambda: self._tick(chain))
+
+    def restrain(self) -> None:
+        """A run entered the fast lane: the long runs let out only while it was empty go back.
+
+        Called by the pool at each entry, before the run starts; nothing to do
+        unless the last tick let every long run out of the idle group.
+        """
+        if not self._everyone:
+            return
+        with self._placing:
+            if not self._everyone:
+                return
+            self._everyone = False
+            for place, (run, pids) in enumerate(self._ranked):
+                if place >= self.favoured and run.favoured:
+                    self._place(run, pids, None, self._idle)
 
     @staticmethod
     def _place(run: _LongRun, pids: list[int], nice: int | None, idle: IdleGroup | None) -> None:
@@ -788,6 +824,11 @@ class Lanes:
             self._builds.discard(token)
             self._move_long()
             self._cond.notify_all()
+
+    def fast_idle(self) -> bool:
+        """Whether no run or build holds or waits for a place outside the long lane."""
+        with self._cond:
+            return not (self._fast or self._waiting or self._builds or self._waiting_builds)
 
     def counts(self) -> tuple[int, int]:
         """Return how many runs are in the fast lane and in the long lane now."""

@@ -843,6 +843,7 @@ class SandboxPool:
         #: Credits the long lane's runs with their waits; ranks them where this
         #: process may raise a priority back (CAP_SYS_NICE).
         self.least_attained = LeastAttained(self.timers, self.size, rank=can_raise_priority())
+        self.least_attained.fast_idle = self._lanes.fast_idle
         self._lock = threading.Lock()
         self._started = False
         #: The uids this pool's slots run as (held while started).
@@ -958,6 +959,8 @@ class SandboxPool:
         # it. A build waits as long as the compiles ahead of it take.
         with ours():
             token = self._lanes.enter(None if build else self.config.acquire_timeout_s, build=build)
+        # Long runs favoured while the fast lane was empty must not hold this one up.
+        self.least_attained.restrain()
         # With a place in either lane in hand, a zygote is idle or may be started:
         # there are at most `capacity` runs, and as many zygotes.
         slot: _Slot | None = None

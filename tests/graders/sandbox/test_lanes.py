@@ -7,14 +7,15 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from arbiter.graders.sandbox import PoolConfig, SandboxPool
 from arbiter.graders.sandbox.errors import SandboxError
-from arbiter.graders.sandbox.lanes import Lanes, Timers
+from arbiter.graders.sandbox.lanes import IdleGroup, Lanes, Timers
 from arbiter.graders.types import FailureKind, TaskSpec
 from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.sandbox.conftest import function_task, grade
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.exclusive
 
 LOOPER = "def f():\n    while True:\n        pass\n"
 RETURNS_TRUE = function_task("assert f() is True\n")
+SLEEPS = "def f():\n    import time\n    time.sleep(2.5)\n    return True\n"
 # About a second of CPU in pure Python on these machines.
 BUSY = "def f():\n    n = 0\n    for i in range(12_000_000):\n        n += i\n    return n > 0\n"
 
@@ -238,17 +240,23 @@ def test_least_attained_a_long_run_that_has_had_less_cpu_goes_first() -> None:
     assert pool.least_attained is not None and pool.least_attained.rounds > 0
 
 
-def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
-    small_pool: SandboxPool,
-) -> None:
+def _idle_group(pool: SandboxPool) -> IdleGroup:
+    """The pool's idle group; unavailable where this host cannot make one."""
     from arbiter.graders.sandbox.lanes import _cpu_cgroup_dirs
 
     if os.geteuid() != 0:
         unavailable("only root can make a cpu cgroup for the long lane")
     if not _cpu_cgroup_dirs():
         unavailable("this host has no cpu cgroup hierarchy")
-    group = small_pool.idle_group
+    group = pool.idle_group
     assert group is not None, "root with a cpu cgroup hierarchy, and no idle group"
+    return group
+
+
+def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
+    small_pool: SandboxPool,
+) -> None:
+    group = _idle_group(small_pool)
     assert Path(group.path, "cpu.idle").read_text().strip() == "1"
     grader = UnitTestsGrader(small_pool)
     slow = {"timeout_s": 3.0, "wall_factor": 1.5, "long_after_s": 0.2}
@@ -271,6 +279,46 @@ def test_long_runs_go_into_an_idle_cpu_cgroup_where_the_host_has_one(
     assert (1, 1) in seen, seen
     small_pool.close()
     assert not Path(group.path).exists(), "the pool left its cgroup behind"
+
+
+def test_under_host_load_an_empty_fast_lane_lets_the_long_runs_out_of_the_idle_group(
+    small_pool: SandboxPool,
+) -> None:
+    from arbiter.load import cpu_load
+
+    group = _idle_group(small_pool)
+    grader = UnitTestsGrader(small_pool)
+    slow = {"timeout_s": 6.0, "wall_factor": 1.5, "long_after_s": 0.2}
+
+    def placed(runs: int) -> tuple[int, int] | None:
+        """(inside the idle group, outside), once ``runs`` runs are in progress."""
+        members = Path(group.path, "cgroup.procs").read_text().split()
+        pids = _run_pids(small_pool)
+        inside = sum(str(pid) in members for pid in pids)
+        return (inside, len(pids) - inside) if len(pids) == runs else None
+
+    def wait_for(runs: int, wanted: tuple[int, int], pending: list[Future[Any]]) -> None:
+        deadline = time.monotonic() + 60
+        while placed(runs) != wanted:
+            assert time.monotonic() < deadline, placed(runs)
+            assert not any(f.done() for f in pending), [f.result() for f in pending if f.done()]
+            time.sleep(0.02)
+
+    # The host's busy processes take most of the CPU: in the idle group a long run
+    # gets none of it. With the fast lane empty there is no run of ours to hold up.
+    with cpu_load(2) as burners, ThreadPoolExecutor(3) as threads:
+        assert burners > 0
+        loopers = [threads.submit(grade, grader, LOOPER, RETURNS_TRUE, **slow) for _ in range(2)]
+        wait_for(2, (0, 2), loopers)
+        # A run in the fast lane (it sleeps; it would turn long only after 30 s):
+        # the looper not favoured (one per fast place) goes back into the group.
+        sleeper = threads.submit(
+            grade, grader, SLEEPS, RETURNS_TRUE, timeout_s=5.0, long_after_s=30.0
+        )
+        wait_for(3, (1, 2), [*loopers, sleeper])
+        assert sleeper.result().score == 1.0, sleeper.result().failure
+        for looper in loopers:
+            assert looper.result().details["sandbox"]["long"]
 
 
 def _run_pids(pool: SandboxPool) -> list[int]:
