@@ -384,10 +384,9 @@ class Programs:
                 private=self.private_dir(lang.name),
             )
             if not done.ok and done.ended != "error":
-                with self._lock:
-                    self._toolchain_locks.pop("harness:" + key, None)
+                # Not kept (the next grading compiles again, under the same lock), and
+                # its diagnostics stay out: the harness holds the task's tests.
                 shutil.rmtree(out, ignore_errors=True)
-                # Its diagnostics stay out: the harness holds the task's tests.
                 raise SandboxError(
                     f"the task's harness compile was stopped ({done.ended}) "
                     f"after {done.seconds:.1f} s"

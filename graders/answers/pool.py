@@ -36,6 +36,8 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from arbiter.graders.sandbox.lanes import cpu_time_s
+
 __all__ = [
     "CheckCrashed",
     "CheckFailed",
@@ -80,26 +82,6 @@ class CheckStarved(CheckFailed):
     The host kept its worker off the CPU: ours, never the candidate's. The
     worker was killed as for a timeout.
     """
-
-
-def _cpu_s(pid: int | None) -> float | None:
-    """The CPU time (user and system) process ``pid`` has used, or ``None`` if unreadable."""
-    if pid is None:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # The name (field 2) may hold spaces and parentheses: the fields follow its last ")".
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    try:
-        return (int(fields[11]) + int(fields[12])) / _TICKS
-    except (IndexError, ValueError):
-        return None
-
-
-_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,36 +298,35 @@ class CheckPool:
         healthy = False
         started = time.perf_counter()
         try:
-            pid = worker.process.pid
-            cpu = _cpu_s(pid)
+            pid = worker.process.pid or 0
+            # The worker's CPU time so far (0.0 where unreadable: the wall clock counts then).
+            cpu = cpu_time_s(pid)
             worker.conn.send((fn, kwargs))
             started = time.perf_counter()  # the clock starts with the check, not the queue
             backstop = started + limit_s * self.wall_factor
+            spent = 0.0
             while True:
-                now = time.perf_counter()
-                used = _cpu_s(pid)
-                # Unreadable CPU time (no /proc): the wall clock, as the limit's floor.
-                spent = now - started if cpu is None or used is None else used - cpu
-                wait = min(limit_s - spent, backstop - now)
-                if spent >= limit_s:
-                    self.killed += 1
-                    raise CheckTimeout(
-                        f"the check ran past its {limit_s:g} s limit (phase: {phase or 'start'})",
-                        phase,
-                    )
-                if wait <= 0:
-                    self.killed += 1
-                    raise CheckStarved(
-                        f"the check was kept off the CPU: {spent:.2f} s of its {limit_s:g} s "
-                        f"limit used in {now - started:.1f} s (phase: {phase or 'start'})",
-                        phase,
-                    )
+                wait = min(limit_s - spent, backstop - time.perf_counter())
                 try:
                     async with asyncio.timeout(max(wait, 0.01)):
                         message = await self._receive(worker, entered)
                     break
                 except TimeoutError:
-                    continue
+                    now = time.perf_counter()
+                    spent = cpu_time_s(pid) - cpu if cpu else now - started
+                    if spent < limit_s and now < backstop:
+                        continue
+                self.killed += 1
+                where = f"phase: {phase or 'start'}"
+                if spent >= limit_s:
+                    raise CheckTimeout(
+                        f"the check ran past its {limit_s:g} s limit ({where})", phase
+                    )
+                raise CheckStarved(
+                    f"the check was kept off the CPU: {spent:.2f} s of its {limit_s:g} s "
+                    f"limit used in {now - started:.1f} s ({where})",
+                    phase,
+                )
             run_s = time.perf_counter() - started
             healthy = True
             if message[0] == "ok":

@@ -594,7 +594,7 @@ class LeastAttained:
         self.fast_idle: Callable[[], bool] = lambda: False
         #: Held while runs are placed: by a tick, and by :meth:`restrain`.
         self._placing = threading.Lock()
-        #: The last tick's ranking, and whether it favoured every run (the fast lane empty).
+        #: The last tick's ranking, and whether it let every run out of the idle group.
         self._ranked: list[tuple[_LongRun, list[int]]] = []
         self._everyone = False
         #: Ticks done (for tests and operators).
