@@ -57,6 +57,7 @@ __all__ = [
     "derive_hidden_cases",
     "derive_program_cases",
     "derive_wire_cases",
+    "hidden_budget",
     "hidden_cache_dir",
     "literal",
     "mutate_inputs",
@@ -66,9 +67,12 @@ __all__ = [
     "wire_inputs",
 ]
 
-#: Bump whenever the inputs or the kept cases of a task can change: cached cases
-#: of another version are derived again.
-GENERATOR_VERSION = "1"
+#: Bump whenever the kept cases of a task can change: cached cases of another
+#: version are derived again. (2: the cases' CPU budget follows the visible calls'.)
+GENERATOR_VERSION = "2"
+#: Part of a task's key, which seeds its mutation: bump it only to change the
+#: inputs every task is tried on (what the seed picks stays put across versions).
+SEED_VERSION = "1"
 
 #: Inputs tried on the reference per task; at most this many cases are kept.
 TRIED_INPUTS = 64
@@ -78,6 +82,11 @@ MAX_CASE_CHARS = 2000
 #: CPU the reference may spend on one call, and on all the calls of a kept set.
 CALL_CPU_S = 0.25
 KEPT_CPU_S = 1.0
+#: The kept cases may cost the reference at most this share of what the visible
+#: tests' own literal calls cost it, or HIDDEN_CPU_FLOOR_S, whichever is more
+#: (see :func:`hidden_budget`).
+HIDDEN_CPU_SHARE = 1.0
+HIDDEN_CPU_FLOOR_S = 0.005
 #: Floats compare within this (relative and absolute) tolerance.
 FLOAT_TOLERANCE = 1e-6
 
@@ -582,6 +591,23 @@ def _reference_outputs(
     return results
 
 
+def hidden_budget(visible_cpu_s: float) -> float:
+    """The CPU a task's kept hidden cases may cost its reference, all together.
+
+    ``visible_cpu_s`` is what the visible tests' literal calls cost it in the same
+    run. The cases are run on every sample of the task: at most as much again as
+    the tests' own calls (``HIDDEN_CPU_SHARE``), so that a candidate fast enough
+    for the visible tests is not timed out by inputs it never saw, and a
+    grading's cost stays within a known multiple of the task's own. A task whose
+    calls cost next to nothing gets ``HIDDEN_CPU_FLOOR_S`` (about what a grading
+    costs anyway: a run, its checks and their round trips); none gets more than
+    ``KEPT_CPU_S``. The shares are CPU times measured in one process, so a
+    faster or busier machine keeps the same cases, but for an input whose cost
+    sits on the budget's edge.
+    """
+    return min(KEPT_CPU_S, max(HIDDEN_CPU_FLOOR_S, HIDDEN_CPU_SHARE * visible_cpu_s))
+
+
 def derive_hidden_cases(
     run: RunScript,
     *,
@@ -602,10 +628,14 @@ def derive_hidden_cases(
     calls = mutate_inputs(visible, TRIED_INPUTS, seed)
     if not calls:
         return HiddenCases(entry_point, (), reason="no input could be derived from the tests")
-    first = _reference_outputs(run, reference, entry_point, calls)
+    # The visible inputs first: what they cost the reference sets the cases' budget.
+    answered = _reference_outputs(run, reference, entry_point, [*visible, *calls])
+    budget = hidden_budget(sum(answered[i][1] for i in range(len(visible)) if i in answered))
+    first = {i - len(visible): got for i, got in answered.items() if i >= len(visible)}
     dropped: dict[str, int] = {}
     kept: list[int] = []
     spent = 0.0
+    full = False
     for i in range(len(calls)):
         status, used, text = first.get(i, ("crashed", 0.0, ""))
         if status != "ok":
@@ -613,7 +643,14 @@ def derive_hidden_cases(
             dropped[why] = dropped.get(why, 0) + 1
         elif len(text) > MAX_CASE_CHARS:
             dropped["too_large"] = dropped.get("too_large", 0) + 1
-        elif spent + used > KEPT_CPU_S or len(kept) >= max_cases:
+        elif used > budget:
+            # One input costs more than the whole set may: far outside the visible
+            # tests' size, and the candidate's time is not to be spent on it.
+            dropped["slow"] = dropped.get("slow", 0) + 1
+        elif full or spent + used > budget or len(kept) >= max_cases:
+            # The first that does not fit ends the set: skipping it for cheaper ones
+            # after it would favour the inputs a function answers early.
+            full = True
             dropped["over_budget"] = dropped.get("over_budget", 0) + 1
         else:
             kept.append(i)
@@ -923,7 +960,7 @@ class HiddenCaseStore:
     @staticmethod
     def key(*parts: object) -> str:
         """The content hash of what a task's cases are made of."""
-        return hashlib.sha256(repr((GENERATOR_VERSION, *parts)).encode()).hexdigest()
+        return hashlib.sha256(repr((SEED_VERSION, *parts)).encode()).hexdigest()
 
     def _path(self, key: str) -> str | None:
         try:

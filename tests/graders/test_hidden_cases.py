@@ -18,11 +18,14 @@ from pathlib import Path
 import pytest
 
 from arbiter.graders.hidden_cases import (
+    HIDDEN_CPU_FLOOR_S,
+    KEPT_CPU_S,
     HiddenCase,
     HiddenCases,
     HiddenCaseStore,
     derive_hidden_cases,
     entry_point_of,
+    hidden_budget,
     mutate_inputs,
     same_value,
     visible_inputs,
@@ -229,6 +232,45 @@ def test_inputs_the_reference_refuses_loops_on_or_answers_with_objects_are_dropp
     assert calls and all(v == 2 * k for k, v in calls.items())
     assert not {3, 5, 7} & calls.keys()
     assert {"slow", "not_literal"} <= cases.dropped.keys()
+
+
+def test_the_hidden_cases_cost_at_most_what_the_visible_calls_cost() -> None:
+    assert hidden_budget(0.0) == HIDDEN_CPU_FLOOR_S
+    assert hidden_budget(0.2) == pytest.approx(0.2)
+    assert hidden_budget(60.0) == KEPT_CPU_S
+
+
+#: Each call spends 4 ms of CPU, whatever its argument.
+BURNING_REFERENCE = (
+    "import time\n"
+    "def burn(n):\n"
+    "    started = time.process_time()\n"
+    "    while time.process_time() - started < 0.004:\n"
+    "        pass\n"
+    "    return n * 2\n"
+)
+
+
+def test_a_task_whose_calls_are_costly_keeps_as_many_cases_as_its_tests_make(
+    unit: UnitTestsGrader,
+) -> None:
+    # Three visible calls of 4 ms: about 12 ms for the hidden cases, so 2 or 3 of
+    # them, and the rest dropped in order (not skipped for cheaper ones after them).
+    tests = ["assert burn(1) == 2", "assert burn(4) == 8", "assert burn(9) == 18"]
+    costly = derive_hidden_cases(
+        _runner(unit), tests=tests, reference=BURNING_REFERENCE, entry_point="burn", seed="b"
+    )
+    assert 1 <= len(costly.cases) <= 3
+    assert costly.dropped.get("over_budget", 0) >= 5
+    # The same task with calls that cost nothing keeps its full set.
+    cheap = derive_hidden_cases(
+        _runner(unit),
+        tests=tests,
+        reference="def burn(n):\n    return n * 2\n",
+        entry_point="burn",
+        seed="b",
+    )
+    assert len(cheap.cases) >= 8
 
 
 # ---- the term, through a rubric
