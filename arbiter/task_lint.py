@@ -41,6 +41,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from arbiter.graders import languages
+from arbiter.graders.languages import mutation
+from arbiter.graders.languages.base import ProgramParts, UnsupportedTask
 from arbiter.graders.program import program_of
 from arbiter.graders.repository.mutations import mutants
 from arbiter.graders.runner import GraderJob, run_jobs
@@ -106,6 +109,10 @@ class LintedTask:
     #: killed by the visible tests or by them.
     hidden_cases: int = 0
     killed_with_hidden: int = 0
+    #: The task's language, and (``test_program``) mutants left out of the score because
+    #: they did not compile: a site the lexical mutator misread, no test's doing.
+    language: str = "python"
+    stillborn: int = 0
 
     @property
     def mutation_score(self) -> float | None:
@@ -149,17 +156,19 @@ def tasks_of(samples: Sequence[Sample]) -> list[TaskToLint]:
     found: dict[str, TaskToLint] = {}
     for sample in samples:
         task = sample.task
-        if task is None or task.kind not in ("python_function", "stdin_stdout"):
-            continue
-        if task.kind == "stdin_stdout" and task.language not in (None, "python"):
+        if not isinstance(task, TaskSpec) or not _lintable(task):
             continue
         key = _task_key(task)
         prompt = sample.prompt if isinstance(sample.prompt, str) else ""
         reference = task.reference
         if reference is None and _passes_label(sample):
-            # The program the grader would run for it: prompt and completion assembled.
-            program = program_of(sample)
-            reference = program.code if program is not None else None
+            if task.kind == "test_program":
+                # A completion in the task's language, as the grader reads it.
+                reference = sample.response if isinstance(sample.response, str) else None
+            else:
+                # The program the grader would run for it: prompt and completion assembled.
+                program = program_of(sample)
+                reference = program.code if program is not None else None
         known = found.get(key)
         if known is None:
             order.append(key)
@@ -167,6 +176,34 @@ def tasks_of(samples: Sequence[Sample]) -> list[TaskToLint]:
         elif known.reference is None and reference is not None:
             found[key] = TaskToLint(known.id, task, known.prompt, reference)
     return [found[k] for k in order]
+
+
+def _lintable(task: TaskSpec) -> bool:
+    """Python functions and programs, and functions in the languages :mod:`mutation` reads."""
+    if task.kind == "python_function":
+        return True
+    if task.kind == "stdin_stdout":
+        return task.language in (None, "python")
+    return task.kind == "test_program" and task.language in mutation.LANGUAGES
+
+
+def _declared(item: TaskToLint) -> languages.base.Declared | None:
+    """The function a ``test_program`` task's prompt opens for the candidate, if it reads."""
+    task = item.task
+    lang = languages.language(str(task.language))
+    parts = ProgramParts(
+        prompt=item.prompt,
+        code=item.prompt,
+        tests=str(task.tests or ""),
+        setup_code=task.setup_code or "",
+        entry_point=task.entry_point,
+    )
+    try:
+        found = lang.declared(parts)
+    except UnsupportedTask:
+        return None
+    named = [d for d in found if d.name == task.entry_point] or found
+    return named[0] if named else None
 
 
 def _entry_point(item: TaskToLint) -> str | None:
@@ -186,6 +223,11 @@ def _entry_point(item: TaskToLint) -> str | None:
 def _trivial_sources(item: TaskToLint) -> dict[str, str]:
     if item.task.kind == "stdin_stdout":
         return dict(TRIVIAL_PROGRAMS)
+    if item.task.kind == "test_program":
+        declared = _declared(item)
+        if declared is None:
+            return {}
+        return mutation.trivial_bodies(str(item.task.language), declared, item.prompt)
     name = _entry_point(item)
     if name is None:
         return {}
@@ -196,6 +238,9 @@ def _trivial_sources(item: TaskToLint) -> dict[str, str]:
 
 
 def _sample(item: TaskToLint, suffix: str, code: str) -> Sample:
+    if item.task.kind == "test_program":
+        # A completion of the prompt, as a policy's would be.
+        return Sample(id=f"{item.id}/{suffix}", prompt=item.prompt, response=code, task=item.task)
     # The code alone, fenced: the grader reads the whole answer, helpers included.
     return Sample(
         id=f"{item.id}/{suffix}",
@@ -207,6 +252,12 @@ def _sample(item: TaskToLint, suffix: str, code: str) -> Sample:
 
 def _passed(result: GradeResult) -> bool:
     return result.score == 1.0
+
+
+def _did_not_compile(result: GradeResult) -> bool:
+    if result.failure is not None:
+        return result.failure.kind == FailureKind.COMPILE_ERROR
+    return (result.details or {}).get("failure_kind") == FailureKind.COMPILE_ERROR.value
 
 
 def _timed_out(result: GradeResult) -> bool:
@@ -260,7 +311,7 @@ def _lint_one(
     if (
         config.hidden_cases
         and item.reference is not None
-        and item.task.kind == "python_function"
+        and item.task.kind in ("python_function", "test_program")
         and item.task.reference is None
     ):
         # The hidden cases come from the task's reference: the set's passing sample here.
@@ -270,12 +321,24 @@ def _lint_one(
     if item.reference is not None:
         for i in range(repeats):
             jobs.append(("reference", str(i), _sample(item, f"reference-{i}", item.reference)))
-        made = mutants(
-            "solution.py", item.reference, seed=seed, per_function=max_mutants, wide=True
-        )
-        for i, mutant in enumerate(made[:max_mutants]):
-            label = f"{mutant.operator} @ line {mutant.line}"
-            jobs.append(("mutant", label, _sample(item, f"mutant-{i}", mutant.mutated)))
+        if item.task.kind == "test_program":
+            language = str(item.task.language)
+            made = [
+                (m.operator, m.line, m.mutated)
+                for m in mutation.mutants(
+                    language, item.reference, seed=f"{seed}:{item.id}", limit=max_mutants
+                )
+            ]
+        else:
+            made = [
+                (m.operator, m.line, m.mutated)
+                for m in mutants(
+                    "solution.py", item.reference, seed=seed, per_function=max_mutants, wide=True
+                )
+            ]
+        for i, (operator, line, mutated) in enumerate(made[:max_mutants]):
+            label = f"{operator} @ line {line}"
+            jobs.append(("mutant", label, _sample(item, f"mutant-{i}", mutated)))
     for name, code in _trivial_sources(item).items():
         jobs.append(("trivial", name, _sample(item, f"trivial-{name}", code)))
     graded = asyncio.run(
@@ -284,7 +347,9 @@ def _lint_one(
             max_concurrency=concurrency,
         )
     )
-    linted = LintedTask(item.id, item.task.kind, "fine", [], "absent")
+    linted = LintedTask(
+        item.id, item.task.kind, "fine", [], "absent", language=item.task.language or "python"
+    )
     reference_runs: list[bool] = []
     reference_slow = False
     for (what, label, _), result in zip(jobs, graded, strict=True):
@@ -293,6 +358,8 @@ def _lint_one(
             reference_slow = reference_slow or _timed_out(result)
         elif what == "trivial":
             linted.trivial[label] = "passes" if _passed(result) else "fails"
+        elif item.task.kind == "test_program" and _did_not_compile(result):
+            linted.stillborn += 1
         else:
             linted.mutants += 1
             hidden = (result.details or {}).get("hidden") or {}
