@@ -3,7 +3,9 @@
 The three programs of a ``test_program`` task, each one translation unit that
 includes ``runtime/arbiter_bridge.hpp`` first (the wire codec; it also brings the
 headers a HumanEval-X declaration adds to every prompt, ``<algorithm>``,
-``<math.h>``, ``<stdlib.h>``, and no container: it reads them by their members):
+``<math.h>``, ``<stdlib.h>``, and no container: it reads them by their members).
+The candidate and the harness take it from ``{cache}`` with ``-include``,
+precompiled once by :meth:`CppLanguage.prepare`:
 
 * the **candidate's program** (``candidate.cpp``): the bridge, then
   ``#define main arbiter_candidate_main_`` (a ``main`` the candidate wrote is
@@ -28,8 +30,15 @@ its replies reach the harness, as values of the declared types.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import heapq
+import logging
+import os
 import re
+import shutil
+import subprocess
+import tempfile
 from pathlib import Path
 from typing import ClassVar
 
@@ -39,10 +48,13 @@ from arbiter.graders.languages.base import (
     Language,
     LanguageLimits,
     ProgramParts,
+    Toolchain,
     UnsupportedTask,
     source_text,
     task_text,
 )
+
+log = logging.getLogger(__name__)
 
 __all__ = ["LANGUAGE", "CppLanguage", "mask"]
 
@@ -112,6 +124,24 @@ _DEFINITION_QUALIFIERS = ("const", "noexcept", "override", "final")
 
 def _runtime() -> str:
     return _RUNTIME_PATH.read_text(encoding="utf-8")
+
+
+@functools.cache
+def _bridge_dir() -> str:
+    """The prepared bridge's folder under ``{cache}``, named by the header's content."""
+    return "bridge-" + hashlib.sha256(_runtime().encode()).hexdigest()[:16]
+
+
+def _bridge_include() -> tuple[str, ...]:
+    """g++'s words that put the prepared bridge first in a translation unit.
+
+    The header's precompiled form beside it (``.gch``, built by
+    :meth:`CppLanguage.prepare` with :data:`CXXFLAGS`) spares every compile
+    the parse of the bridge and the standard headers it includes: g++ reads
+    the header itself when the precompiled form is missing or was built
+    otherwise, so the program is the same either way.
+    """
+    return ("-include", f"{{cache}}/{_bridge_dir()}/{RUNTIME}")
 
 
 # --- reading C++ source ------------------------------------------------------------
@@ -714,7 +744,6 @@ class CppLanguage(Language):
         context = self.standalone_context(parts)
         source = "\n".join(
             [
-                f'#include "{RUNTIME}"',
                 f"#define main {CANDIDATE_MAIN}",
                 *(['#line 1 "prompt"', context] if context else []),
                 '#line 1 "candidate.cpp"',
@@ -726,8 +755,10 @@ class CppLanguage(Language):
         )
         libs = _libraries(context, parts.code)
         return Build(
-            files={RUNTIME: _runtime(), "candidate.cpp": source},
-            compile=(("g++", *CXXFLAGS, "-o", "candidate", "candidate.cpp", *libs),),
+            files={"candidate.cpp": source},
+            compile=(
+                ("g++", *CXXFLAGS, *_bridge_include(), "-o", "candidate", "candidate.cpp", *libs),
+            ),
             artifacts=("candidate",),
             run=("./candidate",),
             flags=CXXFLAGS + libs,
@@ -758,7 +789,6 @@ class CppLanguage(Language):
         helpers = parts.prompt[: found.start]
         source = "\n".join(
             [
-                f'#include "{RUNTIME}"',
                 '#line 1 "prompt"',
                 helpers,
                 '#line 1 "arbiter_stub.cpp"',
@@ -771,12 +801,57 @@ class CppLanguage(Language):
         )
         libs = _libraries(helpers, parts.tests, parts.setup_code)
         return Build(
-            files={RUNTIME: _runtime(), "harness.cpp": source},
-            compile=(("g++", *CXXFLAGS, "-o", "harness", "harness.cpp", *libs),),
+            files={"harness.cpp": source},
+            compile=(
+                ("g++", *CXXFLAGS, *_bridge_include(), "-o", "harness", "harness.cpp", *libs),
+            ),
             artifacts=("harness",),
             run=("./harness",),
             flags=CXXFLAGS + libs,
         )
+
+    def prepare(self, toolchain: Toolchain, cache_dir: str) -> Toolchain:
+        """Write the bridge under ``{cache}`` and precompile it, once per header content.
+
+        Every candidate and harness starts with it (``-include``): precompiled,
+        a compile skips parsing it and the standard headers it includes (on a
+        HumanEvalPack candidate, 445 ms to 330 ms of g++, measured). The folder
+        is built aside and renamed into place, so a second service preparing
+        the same cache meets a whole one or none. A precompile that fails
+        leaves the header alone, which g++ then reads as text.
+        """
+        final = Path(cache_dir, _bridge_dir())
+        if not final.is_dir():
+            building = Path(tempfile.mkdtemp(prefix="bridge.", dir=cache_dir))
+            try:
+                (building / RUNTIME).write_text(_runtime(), encoding="utf-8")
+                gxx = toolchain.paths.get("g++", "g++")
+                made = subprocess.run(
+                    [gxx, *CXXFLAGS, "-x", "c++-header", RUNTIME, "-o", f"{RUNTIME}.gch"],
+                    cwd=building,
+                    env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+                    capture_output=True,
+                    timeout=300,
+                    check=False,
+                )
+                if made.returncode != 0:
+                    log.warning(
+                        "the C++ bridge did not precompile (compiles read it as text): %s",
+                        made.stderr.decode("utf-8", "replace")[-2000:],
+                    )
+                    (building / f"{RUNTIME}.gch").unlink(missing_ok=True)
+                for path in building.iterdir():
+                    path.chmod(0o644)
+                building.chmod(0o755)
+                try:
+                    os.rename(building, final)
+                except OSError:
+                    if not final.is_dir():
+                        raise
+            finally:
+                shutil.rmtree(building, ignore_errors=True)
+        roots = tuple(dict.fromkeys((*toolchain.roots, cache_dir)))
+        return Toolchain(paths=toolchain.paths, version=toolchain.version, roots=roots)
 
     def harness_passed(self, exit_code: int | None, stdout: str, stderr: str) -> tuple[int, int]:
         """One program, one test: the tests' ``main`` returned 0 (no assert failed)."""

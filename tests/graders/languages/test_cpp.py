@@ -217,7 +217,11 @@ def test_harness_holds_the_prompt_a_stub_and_the_tests_and_no_candidate_code():
     assert "sum_marker_7f3a" not in text
     assert "sum_marker_7f3a" in "\n".join(LANGUAGE.candidate(parts).files.values())
     source = build.files["harness.cpp"]
-    assert source.startswith(f'#include "{RUNTIME}"')
+    # The bridge comes first, prepared under {cache} (precompiled): not among the files.
+    [command] = build.compile
+    assert command[command.index("-include") + 1].endswith(f"/{RUNTIME}")
+    assert command[command.index("-include") + 1].startswith("{cache}/bridge-")
+    assert set(build.files) == {"harness.cpp"}
     assert "return 2*x;" in source  # the prompt's helper
     assert 'return arbiter::call<long long>("total", xs);' in source
     assert "the body starts here" not in source  # the open body's comment is dropped
@@ -297,11 +301,44 @@ def test_openssl_includes_link_libcrypto():
 
 
 @pytest.fixture(scope="module")
-def toolchain() -> Toolchain:
+def cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return str(tmp_path_factory.mktemp("cpp-cache"))
+
+
+@pytest.fixture(scope="module")
+def toolchain(cache: str) -> Toolchain:
     found = LANGUAGE.find_toolchain()
     if found is None:
         unavailable("g++ is not installed: the C++ builds cannot be compiled here")
-    return found
+    return LANGUAGE.prepare(found, cache)
+
+
+def _cache(toolchain: Toolchain) -> str:
+    return toolchain.roots[-1]  # prepare() puts the cache last among the roots
+
+
+def test_prepare_precompiles_the_bridge_once_per_header(toolchain: Toolchain, tmp_path: Path):
+    cache = str(tmp_path)
+    prepared = LANGUAGE.prepare(toolchain, cache)
+    [folder] = [p for p in Path(cache).iterdir() if p.name.startswith("bridge-")]
+    assert (folder / RUNTIME).read_text() == (
+        Path(local.__file__).with_name("runtime") / RUNTIME
+    ).read_text()
+    assert (folder / f"{RUNTIME}.gch").stat().st_size > 0
+    assert cache in prepared.roots
+    made = (folder / f"{RUNTIME}.gch").stat().st_mtime_ns
+    LANGUAGE.prepare(toolchain, cache)
+    assert (folder / f"{RUNTIME}.gch").stat().st_mtime_ns == made  # kept
+    assert [p.name for p in Path(cache).iterdir()] == [folder.name]  # nothing left aside
+    # g++ takes the precompiled header: -H marks it with '!'.
+    build = LANGUAGE.candidate(_parts())
+    [command] = build.compile
+    words = [w.replace("{cache}", cache) for w in command]
+    (tmp_path / "candidate.cpp").write_text(build.files["candidate.cpp"])
+    shown = subprocess.run(
+        [*words, "-H", "-fsyntax-only"], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    assert shown.stderr.splitlines()[0].startswith(f"! {folder}/{RUNTIME}.gch")
 
 
 @pytest.fixture
@@ -310,18 +347,20 @@ def build_dir(tmp_path: Path) -> Iterator[str]:
 
 
 def _compile(build: Build, out: str, toolchain: Toolchain) -> None:
-    done = local.compile_build(build, out, toolchain, out)
+    done = local.compile_build(build, out, toolchain, _cache(toolchain))
     assert done.ok, done.diagnostics
 
 
 def bridged(
     parts: ProgramParts, toolchain: Toolchain, root: str, timeout_s: float = 20
 ) -> tuple[bool, str]:
-    return local_runs.bridged(LANGUAGE, parts, toolchain, root, timeout_s=timeout_s)
+    return local_runs.bridged(
+        LANGUAGE, parts, toolchain, root, cache=_cache(toolchain), timeout_s=timeout_s
+    )
 
 
 def naive(parts: ProgramParts, toolchain: Toolchain, root: str) -> tuple[bool, str]:
-    return local_runs.naive(LANGUAGE, parts, toolchain, root)
+    return local_runs.naive(LANGUAGE, parts, toolchain, root, cache=_cache(toolchain))
 
 
 # --- compiled: the codec against wire.py --------------------------------------------
