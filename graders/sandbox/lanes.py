@@ -490,8 +490,11 @@ _FAVOURED_NICE_CONTENDED = 0
 #: fast lane empty: out of the idle group, below the favoured runs and the host's.
 _UNFAVOURED_NICE_CONTENDED = 5
 #: The long lane's favoured runs go up to nice 0 once other processes than ours
-#: take more than this share of the host's busy CPU time.
+#: take more than this share of the host's busy CPU time, and stay there until
+#: they take less than HOST_SHARE_RELEASED: the runs let out of the idle group
+#: raise our share, and at one threshold the state flapped at every sample.
 HOST_SHARE_CONTENDED = 0.5
+HOST_SHARE_RELEASED = 0.25
 
 
 class HostShare:
@@ -510,14 +513,19 @@ class HostShare:
         self._contended = False
 
     def contended(self) -> bool:
-        """Return whether the host's other work took most of the busy CPU since the last sample."""
+        """Whether the host's other work took most of the busy CPU since the last sample.
+
+        Once it has, the answer stays yes until that work takes under
+        ``HOST_SHARE_RELEASED`` of it.
+        """
         with self._lock:
             now = time.monotonic()
             if now - self._at >= RANK_EVERY_S:
                 busy, ours = busy_ticks(), _service_ticks()
                 spent = busy - self._busy
                 if spent > 0:
-                    self._contended = spent - (ours - self._ours) > HOST_SHARE_CONTENDED * spent
+                    share = HOST_SHARE_RELEASED if self._contended else HOST_SHARE_CONTENDED
+                    self._contended = spent - (ours - self._ours) > share * spent
                 self._at, self._busy, self._ours = now, busy, ours
             return self._contended
 

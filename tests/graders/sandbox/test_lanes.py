@@ -432,3 +432,29 @@ def test_idle_cgroups_left_by_dead_processes_are_swept_by_the_next_pool() -> Non
         pool.close()
         if orphan.exists():
             orphan.rmdir()
+
+
+def test_the_host_stays_contended_until_its_other_work_falls_well_below_half(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The long lane's runs leave the idle group while the host is contended, so
+    # ours rise: at one threshold the state flapped every tick around half.
+    from arbiter.graders.sandbox import lanes
+
+    counters = {"busy": 0, "ours": 0}
+    monkeypatch.setattr(lanes, "busy_ticks", lambda: counters["busy"])
+    monkeypatch.setattr(lanes, "_service_ticks", lambda: counters["ours"])
+    share = lanes.HostShare()
+
+    def tick(others: int, ours: int) -> bool:
+        counters["busy"] += others + ours
+        counters["ours"] += ours
+        share._at -= lanes.RANK_EVERY_S  # a sample is due
+        return share.contended()
+
+    assert not tick(others=40, ours=60)
+    assert tick(others=60, ours=40)  # the host's work took most: contended
+    assert tick(others=40, ours=60)  # ours rose once let out: still contended
+    assert tick(others=30, ours=70)
+    assert not tick(others=20, ours=80)  # well below half: released
+    assert not tick(others=40, ours=60)
