@@ -19,7 +19,7 @@ from starlette.responses import Response
 from arbiter.api.body import DOCUMENTED_BODIES
 from arbiter.api.errors import ApiError, error_response
 from arbiter.api.middleware import ServiceMiddleware
-from arbiter.api.routes import drift, health, keys, repositories, review, rewards, rubrics
+from arbiter.api.routes import drift, health, keys, repositories, review, rewards, rubrics, runs
 from arbiter.api.service import Service
 from arbiter.api.settings import Settings
 from arbiter.version import __version__
@@ -172,6 +172,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
         rubrics.router,
         keys.router,
         repositories.router,
+        runs.router,
         health.router,
         review.router,
         drift.router,

@@ -21,6 +21,7 @@ from arbiter.api.openrlhf import OpenRLHFAdapter
 from arbiter.api.review_sampler import ReviewSampler
 from arbiter.api.rubric_registration import RubricRegistration
 from arbiter.api.rubric_sync import RubricSync
+from arbiter.api.runs import CodeRuns
 from arbiter.api.settings import Settings
 from arbiter.graders.executor import GradingExecutor, remote_registry
 from arbiter.graders.registry import GraderRegistry, default_registry
@@ -108,6 +109,7 @@ class Service:
             retry_after=self.grading.retry_after(),
         )
         self.openrlhf = OpenRLHFAdapter(settings, self.grading)
+        self.runs = CodeRuns(settings, self.registry, self.metrics)
         self.registration = RubricRegistration(
             registry=self.registry,
             store=self.store,
@@ -155,6 +157,7 @@ class Service:
             self._drift_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._drift_task
+        await asyncio.to_thread(self.runs.close)
         await asyncio.to_thread(self.registry.close)
         await asyncio.to_thread(self.grading.close)
         if self.executor is not None:

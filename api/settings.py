@@ -82,6 +82,17 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
     max_inflight_samples: int = Field(default=16384, ge=1)
     per_key_max_inflight_requests: int = Field(default=32, ge=1)
+    max_inflight_runs: int = Field(
+        default=512,
+        ge=1,
+        description="Code runs (POST /run_code, /v1/run) in flight or queued beyond which 429.",
+    )
+    per_key_max_inflight_runs: int = Field(
+        default=256,
+        ge=1,
+        description="Code runs one key may have in flight or queued (a trainer calls one per "
+        "test case, many at once).",
+    )
     retry_after_s: int = Field(default=1, ge=1)
     max_deadline_s: float = Field(default=600.0, gt=0)
     grader_concurrency: int = Field(default=1024, ge=1)

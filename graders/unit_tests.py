@@ -128,6 +128,7 @@ from arbiter.graders.types import (
 __all__ = [
     "UnitTestsConfig",
     "UnitTestsGrader",
+    "out_of_memory",
     "outputs_match",
     "score_outcomes",
 ]
@@ -1328,7 +1329,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 outcome = "timeout"
             elif report.output_limited:
                 outcome = "output_limit"
-            elif report.exit_code != 0 and _out_of_memory(lang, report, stderr, config.memory_mb):
+            elif report.exit_code != 0 and out_of_memory(lang, report, stderr, config.memory_mb):
                 outcome = "memory_limit"
             elif report.signal is not None:
                 outcome = f"killed_by_signal_{report.signal}"
@@ -1636,7 +1637,7 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
                 return self._candidate_fault(
                     FailureKind.OUTPUT_LIMIT, message, config, details, violations
                 )
-            if _out_of_memory(lang, report, stderr, config.memory_mb):
+            if out_of_memory(lang, report, stderr, config.memory_mb):
                 message = f"the program ran out of its {config.memory_mb} MB"
                 return self._candidate_fault(
                     FailureKind.MEMORY_LIMIT, message, config, details, violations
@@ -1789,7 +1790,7 @@ def _with_code(
     )
 
 
-def _out_of_memory(lang: Language | None, report: RunReport, stderr: str, memory_mb: int) -> bool:
+def out_of_memory(lang: Language | None, report: RunReport, stderr: str, memory_mb: int) -> bool:
     """Whether a run that failed ran out of memory: its runtime says so, and its memory shows it.
 
     The candidate writes its own stderr: ``std::bad_alloc`` printed before an

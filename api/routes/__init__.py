@@ -9,4 +9,5 @@ __all__ = [
     "review",
     "rewards",
     "rubrics",
+    "runs",
 ]

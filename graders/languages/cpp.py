@@ -54,7 +54,7 @@ from arbiter.graders.languages.base import (
     task_text,
 )
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("arbiter.graders.languages.cpp")
 
 __all__ = ["LANGUAGE", "CppLanguage", "mask"]
 

@@ -1,0 +1,199 @@
+"""Run code on demand, confined: an agent's "execute code" tool, in SandboxFusion's shape.
+
+A trainer's rollout may run the policy's code before it answers (verl's
+``sandbox_fusion`` reward calls one run per test case). :func:`run_code` runs one
+program with its stdin in any language the graders read, under the same sandbox,
+limits and compile cache as a grading, and answers as SandboxFusion's
+``/run_code`` does (``status``; ``compile_result`` and ``run_result``, each with its
+own ``status``, ``execution_time``, ``return_code``, ``stdout`` and ``stderr``), so
+a trainer configured for SandboxFusion switches by its URL. Two fields are ours:
+``failure`` types what went wrong (``compile_error``, ``compile_timeout``,
+``runtime_error``, ``timeout``, ``memory_limit``, ``output_limit``,
+``sandbox_error``), and ``memory_mb`` is the run's peak.
+
+Statuses, as SandboxFusion's clients read them: ``Success`` when the program ran
+and exited 0; ``Failed`` when the compile failed or timed out, or the run exited
+non-zero, was killed, or timed out (``TimeLimitExceeded``); ``SandboxError`` for
+a fault of ours (retried once first). A compile of code seen before is served
+from the cache, so a call per test case compiles once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from arbiter.graders.languages import language as language_named
+from arbiter.graders.languages.base import Language, MalformedProgram
+from arbiter.graders.programs import CompileFailed
+from arbiter.graders.sandbox import RunReport
+from arbiter.graders.sandbox.errors import SandboxError
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader, out_of_memory
+
+__all__ = ["LANGUAGES", "RunCodeRequest", "RunRefused", "run_code"]
+
+#: SandboxFusion's language names (and ours) -> the language that runs them.
+LANGUAGES = {
+    "python": "python",
+    "python3": "python",
+    "cpp": "cpp",
+    "nodejs": "javascript",
+    "javascript": "javascript",
+    "go": "go",
+    "java": "java",
+    "rust": "rust",
+}
+#: Each of stdout and stderr is cut to this many bytes (SandboxFusion keeps 1 MiB too).
+MAX_STREAM_BYTES = 1 << 20
+MAX_TIMEOUT_S = 60.0
+
+
+class RunCodeRequest(BaseModel):
+    """SandboxFusion's ``/run_code`` request (the fields its clients send)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    code: str = Field(max_length=1 << 20, description="The program, whole.")
+    language: str = Field(description="python, cpp, nodejs (or javascript), go, java or rust.")
+    compile_timeout: float = Field(default=10, gt=0, le=MAX_TIMEOUT_S)
+    run_timeout: float = Field(default=10, gt=0, le=MAX_TIMEOUT_S, description="CPU seconds.")
+    memory_limit_MB: int = Field(default=-1, description="-1: the default (512 MiB).")
+    stdin: str | None = Field(default=None, max_length=8 << 20)
+    files: dict[str, str | None] = Field(
+        default_factory=dict, description="Extra files (base64): not supported yet; must be empty."
+    )
+    fetch_files: list[str] = Field(default_factory=list, description="Must be empty.")
+
+
+class RunRefused(ValueError):
+    """A request this service cannot run as asked (the caller's to fix): what, and why."""
+
+
+def _text(data: bytes, limit: int = MAX_STREAM_BYTES) -> str:
+    return data[:limit].decode("utf-8", "replace")
+
+
+def _result(
+    status: str, seconds: float, code: int | None, out: bytes, err: bytes
+) -> dict[str, Any]:
+    return {
+        "status": status,
+        "execution_time": round(seconds, 4),
+        "return_code": code,
+        "stdout": _text(out),
+        "stderr": _text(err),
+    }
+
+
+def _run_result(
+    report: RunReport, lang: Language | None, memory_mb: int
+) -> tuple[dict[str, Any], str | None]:
+    """The run's SandboxFusion result, and our failure kind (None: it exited 0).
+
+    Typed by the grader's own rules: a limit the sandbox saw, never words the
+    program printed (its runtime's out-of-memory message counts only beside its
+    measured peak).
+    """
+    code = report.exit_code if report.exit_code is not None else -(report.signal or 9)
+    status = "Finished"
+    failure: str | None = None
+    if report.timed_out:
+        status, failure = "TimeLimitExceeded", "timeout"
+    elif report.output_limited:
+        status, failure = "Error", "output_limit"
+    elif code != 0 and out_of_memory(lang, report, _text(report.stderr), memory_mb):
+        status, failure = "Error", "memory_limit"
+    elif code != 0:
+        failure = "runtime_error"
+    return _result(status, report.wall_s, code, report.stdout, report.stderr), failure
+
+
+def _config(request: RunCodeRequest) -> UnitTestsConfig:
+    memory = request.memory_limit_MB if request.memory_limit_MB > 0 else 512
+    if not 64 <= memory <= 8192:
+        raise RunRefused(f"memory_limit_MB: expected 64 to 8192 (or -1), found {memory}")
+    return UnitTestsConfig(
+        timeout_s=request.run_timeout,
+        memory_mb=memory,
+        compile_timeout_s=request.compile_timeout,
+        max_output_bytes=MAX_STREAM_BYTES,
+    )
+
+
+def run_code(grader: UnitTestsGrader, request: RunCodeRequest) -> dict[str, Any]:
+    """Run ``request`` in the grader's sandbox; SandboxFusion's response, ``failure`` added.
+
+    Raises :class:`RunRefused` for what cannot be run as asked (an unknown
+    language, extra files, a memory limit out of range). A fault of ours is
+    retried once, then answered as ``SandboxError``.
+    """
+    name = LANGUAGES.get(request.language)
+    if name is None:
+        raise RunRefused(
+            f"language: expected one of {', '.join(sorted(LANGUAGES))}; found {request.language!r}"
+        )
+    if request.files or request.fetch_files:
+        raise RunRefused("files and fetch_files: extra files are not supported yet; send none")
+    config = _config(request)
+    stdin = (request.stdin or "").encode("utf-8", "surrogatepass")
+    last = ""
+    for _ in range(2):
+        try:
+            return _once(grader, name, request.code, stdin, config)
+        except SandboxError as e:
+            last = str(e)
+    return {
+        "status": "SandboxError",
+        "message": f"the sandbox failed (ours; retry): {last}"[:2000],
+        "compile_result": None,
+        "run_result": None,
+        "files": {},
+        "failure": "sandbox_error",
+    }
+
+
+def _answer(
+    compiled: dict[str, Any] | None, run: dict[str, Any] | None, failure: str | None, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "status": "Success" if failure is None else "Failed",
+        "message": "",
+        "compile_result": compiled,
+        "run_result": run,
+        "files": {},
+        "failure": failure,
+        **extra,
+    }
+
+
+def _once(
+    grader: UnitTestsGrader, name: str, code: str, stdin: bytes, config: UnitTestsConfig
+) -> dict[str, Any]:
+    if name == "python":
+        report = grader.pool.run_script(code, stdin, config.limits())
+        run, failure = _run_result(report, None, config.memory_mb)
+        return _answer(None, run, failure, memory_mb=round(report.maxrss_kb / 1024, 1))
+    lang = language_named(name)
+    toolchain = grader.programs.toolchain(name)
+    if toolchain is None:
+        raise RunRefused(f"language: this host has no {name} toolchain")
+    run_limits, build_limits = config.language_limits_for(lang)
+    try:
+        build = lang.program(code)
+    except MalformedProgram as e:
+        failed = _result("Finished", 0.0, 1, b"", str(e).encode())
+        return _answer(failed, None, "compile_error")
+    made, _cached = grader.programs.artifact(lang, toolchain, build, build_limits)
+    if isinstance(made, CompileFailed):
+        if made.ended in ("timeout", "killed"):
+            # The candidate's own compile past its limit (ours waiting is never counted).
+            failed = _result("TimeLimitExceeded", config.compile_timeout_s or 0.0, None, b"", b"")
+            return _answer(failed, None, "compile_timeout")
+        failed = _result("Finished", 0.0, 1, b"", made.diagnostics.encode())
+        return _answer(failed, None, "compile_error")
+    compiled = _result("Finished", made.compile_s, 0, b"", b"")
+    spec = grader.programs.run_spec(lang, toolchain, build, made, config.memory_mb)
+    report = grader.pool.program_run(spec, stdin, run_limits)
+    run, failure = _run_result(report, lang, config.memory_mb)
+    return _answer(compiled, run, failure, memory_mb=round(report.maxrss_kb / 1024, 1))
