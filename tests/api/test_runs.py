@@ -139,3 +139,39 @@ def test_past_a_keys_share_of_runs_the_rest_get_429_and_none_fails(
     assert set(codes) == {200, 429}, codes
     assert all(a.headers.get("Retry-After") for a in answers if a.status_code == 429)
     assert all(a.json()["status"] == "Success" for a in answers if a.status_code == 200)
+
+
+@pytest.mark.exclusive  # a 1 s bound on a probe: the machine to itself
+def test_a_thousand_concurrent_runs_get_200_or_429_and_health_still_answers(
+    server: Server,
+) -> None:
+    import asyncio
+    import time
+
+    key = server.keys["trainer"]
+    body = {"code": "print(sum(range(1000)))\n", "language": "python"}
+
+    async def flood() -> tuple[list[int], list[float]]:
+        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=0)
+        async with httpx.AsyncClient(
+            base_url=server.url, timeout=300, limits=limits, auth=("trainer", key)
+        ) as client:
+
+            async def probe() -> list[float]:
+                waits = []
+                for _ in range(10):
+                    started = time.perf_counter()
+                    answer = await client.get("/healthz")
+                    assert answer.status_code == 200
+                    waits.append(time.perf_counter() - started)
+                    await asyncio.sleep(0.2)
+                return waits
+
+            runs = [client.post("/run_code", json=body) for _ in range(1000)]
+            *answers, waits = await asyncio.gather(*runs, probe())
+            return [a.status_code for a in answers], waits
+
+    codes, waits = asyncio.run(flood())
+    assert set(codes) <= {200, 429} and 200 in codes, sorted(set(codes))
+    # The event loop never stalled: Kubernetes' probe timeout is 1 s.
+    assert max(waits) < 1.0, waits
