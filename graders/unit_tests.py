@@ -51,13 +51,14 @@ import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from arbiter.graders.base import Grader, GraderConfig
 from arbiter.graders.code import extract_source
 from arbiter.graders.credit import ours
+from arbiter.graders.feedback import feedback
 from arbiter.graders.hidden_cases import (
     MAX_PROGRAM_CASES,
     HiddenCases,
@@ -184,6 +185,18 @@ class UnitTestsConfig(GraderConfig):
     )
     max_open_files: int = Field(
         default=64, ge=16, le=65536, description="Open files per process of a run."
+    )
+    feedback_bytes: int = Field(
+        default=2048,
+        ge=0,
+        le=1 << 20,
+        description="The feedback's summary (details.feedback.summary, the text a policy's next "
+        "turn may show) is cut at this many bytes.",
+    )
+    feedback_tests: Literal["all", "none"] | Annotated[int, Field(ge=0)] = Field(
+        default="all",
+        description="Which visible tests feedback may name and quote: all, none, or the first N "
+        "(the rest are held out: counted, never named). Hidden cases never appear in it.",
     )
     compile_timeout_s: float | None = Field(
         default=None,
@@ -860,10 +873,29 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
         with self._pool_lock:
             self._in_flight[key] = (due, sample.id)
         try:
-            return self._grade(sample, config)
+            return self._with_feedback(self._grade(sample, config), sample, config)
         finally:
             with self._pool_lock:
                 del self._in_flight[key]
+
+    @staticmethod
+    def _with_feedback(result: GradeResult, sample: Sample, config: UnitTestsConfig) -> GradeResult:
+        """Add ``details.feedback`` (visible tests only: :mod:`arbiter.graders.feedback`)."""
+        task = sample.task
+        if not isinstance(task, (TaskSpec, RepositoryTask)):
+            return result
+        shown = config.feedback_tests
+        named = None if shown == "all" else 0 if shown == "none" else int(shown)
+        message = result.failure.message if result.failure is not None else ""
+        message = message or str(result.details.get("message") or "")
+        given = feedback(
+            result.details,
+            repository=isinstance(task, RepositoryTask),
+            named=named,
+            max_bytes=config.feedback_bytes,
+            message=message,
+        )
+        return result.model_copy(update={"details": {**result.details, "feedback": given}})
 
     def _grade(self, sample: Sample, config: UnitTestsConfig) -> GradeResult:
         task = sample.task

@@ -1,0 +1,125 @@
+"""Feedback in every unit_tests result: what failed and why, never a hidden test."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arbiter.graders.feedback import feedback
+from arbiter.graders.hidden_cases import HiddenCaseStore
+from arbiter.graders.types import Sample, TaskSpec
+from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
+from tests.graders.languages.conftest import require_toolchain
+
+TESTS = [
+    "assert f(1) == 2",
+    "assert f(2) == 4",
+    "assert f(-1) == -2",
+    "assert f(5) == 10  # zq_held_out_marker",
+]
+WRONG = (
+    "def f(x):\n"
+    "    if x < 0:\n"
+    "        raise ValueError('negative: ' + str(x))\n"
+    "    return x + 1 if x != 1 else 2\n"
+)
+
+
+@pytest.fixture(scope="module")
+def grader(tmp_path_factory: pytest.TempPathFactory) -> Iterator[UnitTestsGrader]:
+    made = UnitTestsGrader()
+    made.hidden = HiddenCaseStore(str(tmp_path_factory.mktemp("hidden")))
+    yield made
+    made.close()
+
+
+def _grade(grader: UnitTestsGrader, code: str, task: TaskSpec, **config: object):  # type: ignore[no-untyped-def]
+    sample = Sample(id="s", response=f"```python\n{code}```", task=task)
+    return grader.grade_sync(sample, UnitTestsConfig(**config))  # type: ignore[arg-type]
+
+
+def test_each_failing_test_says_how_it_failed(grader: UnitTestsGrader) -> None:
+    task = TaskSpec(kind="python_function", entry_point="f", tests=TESTS)
+    given = _grade(grader, WRONG, task).details["feedback"]
+    assert (given["passed"], given["total"]) == (1, 4)
+    by_id = {t["id"]: t for t in given["tests"]}
+    assert by_id["line 2"]["outcome"] == "assertion_failed"
+    assert by_id["line 3"]["error_type"] == "ValueError"
+    assert by_id["line 3"]["message"] == "negative: -1"
+    assert (
+        "line 3: runtime_error in `assert f(-1) == -2`: ValueError: negative: -1"
+        in (given["summary"])
+    )
+    short = _grade(grader, WRONG, task, feedback_bytes=40).details["feedback"]["summary"]
+    assert len(short.encode()) <= 40 and short.endswith("...")
+
+
+def test_held_out_tests_are_counted_never_named(grader: UnitTestsGrader) -> None:
+    task = TaskSpec(kind="python_function", entry_point="f", tests=TESTS)
+    given = _grade(grader, WRONG, task, feedback_tests=3).details["feedback"]
+    assert given["held_out_failed"] == 1
+    assert "zq_held_out_marker" not in json.dumps(given)
+    assert "f(5)" not in json.dumps(given)
+    none = _grade(grader, WRONG, task, feedback_tests="none").details["feedback"]
+    assert none["held_out_failed"] == 3 and none["tests"] == []
+    assert "assert" not in json.dumps(none)
+
+
+def test_hidden_cases_never_reach_the_feedback(grader: UnitTestsGrader) -> None:
+    reference = "def f(items, n):\n    return items[:n]\n"
+    tests = ["assert f([1, 2, 3], 2) == [1, 2]", "assert f([5, 1], 1) == [5]"]
+    task = TaskSpec(kind="python_function", entry_point="f", tests=tests, reference=reference)
+    table = "def f(items, n):\n    return {(1, 2, 3): [1, 2], (5, 1): [5]}.get(tuple(items), [9])\n"
+    result = _grade(grader, table, task, hidden_cases=True)
+    hidden = grader._hidden_cases(task, UnitTestsConfig(hidden_cases=True))
+    assert hidden.cases and result.details["hidden"]["failed"] > 0  # the control
+    text = json.dumps(result.details["feedback"])
+    assert result.details["feedback"]["passed"] == 2
+    for case in hidden.cases:
+        assert case.call not in text and case.expected not in text
+    assert "hidden" not in text
+
+
+def test_a_programs_traceback_is_its_own_not_the_sandboxs(grader: UnitTestsGrader) -> None:
+    task = TaskSpec(
+        kind="stdin_stdout", tests=[{"input": "1", "output": "2"}, {"input": "x", "output": "xx"}]
+    )
+    given = _grade(grader, "print(int(input()) * 2)\n", task).details["feedback"]
+    [failed] = given["tests"]
+    assert failed["id"] == "case 1" and failed["error_type"] == "ValueError"
+    assert "<sandbox" not in json.dumps(given)
+    assert 'File "solution.py", line 1' in failed["stderr_tail"]
+
+
+def test_a_compile_error_is_the_compilers_first_lines(grader: UnitTestsGrader) -> None:
+    require_toolchain(grader, "cpp")
+    task = TaskSpec(
+        kind="test_program",
+        language="cpp",
+        entry_point="twice",
+        tests="#include <cassert>\nint main() { assert(twice(2) == 4); }\n",
+    )
+    sample = Sample(id="s", prompt="int twice(int x) {\n", response="    return y;\n}\n", task=task)
+    given = grader.grade_sync(sample, UnitTestsConfig()).details["feedback"]
+    assert any("was not declared" in line for line in given["compile"])
+    assert not any("|" in line for line in given["compile"])  # no snippet of the generated file
+    assert given["summary"].startswith("The program does not compile:")
+
+
+def test_a_repositorys_tests_are_counted_never_named() -> None:
+    details = {
+        "passed": 3,
+        "total": 5,
+        "tests": {"tests/test_zq_secret.py::test_edge": "failed"},
+        "stderr_tail": "FAILED tests/test_zq_secret.py::test_edge - assert 1 == 2",
+    }
+    given = feedback(details, repository=True)
+    assert given == {"passed": 3, "total": 5, "summary": "2 of 5 hidden tests failed."}
+
+
+def test_the_rubric_schema_knows_the_feedback_keys() -> None:
+    schema = json.loads((Path(__file__).resolve().parents[2] / "rubric.schema.json").read_text())
+    assert "feedback_tests" in json.dumps(schema) and "feedback_bytes" in json.dumps(schema)
