@@ -75,6 +75,22 @@ def _diagnostics(text: str) -> list[str]:
     return lines[:MAX_COMPILE_LINES]
 
 
+#: pytest's short test summary line: ``FAILED tests/test_x.py::test_y - assert 0 == -2``.
+_PYTEST_LINE = re.compile(r"^(?:FAILED|ERROR) (?:tests/)?(\S+::\S+)(?: - (.*))?$")
+
+
+def _pytest_summary(text: object) -> dict[str, str]:
+    """Node id -> what pytest's short summary said of its failure (``assert 0 == -2``)."""
+    if not isinstance(text, str):
+        return {}
+    said = {}
+    for line in text.splitlines():
+        found = _PYTEST_LINE.match(line.strip())
+        if found:
+            said[found.group(1)] = (found.group(2) or "").strip()
+    return said
+
+
 def _test_id(entry: dict[str, Any], at: int) -> str:
     if isinstance(entry.get("line"), int):
         return f"line {entry['line']}"
@@ -120,6 +136,13 @@ def feedback(
     elif message and not details.get("tests"):
         lines.append(_first_line(message))
     entries = details.get("tests")
+    if isinstance(entries, dict):
+        # pytest: node id -> outcome, and pytest's own short summary of each failure.
+        said = _pytest_summary(details.get("stdout_tail"))
+        entries = [
+            {"nodeid": nodeid, "outcome": outcome, "error": said.get(nodeid, "")}
+            for nodeid, outcome in entries.items()
+        ]
     failing: list[dict[str, Any]] = []
     held_out = 0
     if isinstance(entries, list):
@@ -153,10 +176,9 @@ def feedback(
             what = f"  {item['id']}: {item['outcome']}"
             if "test" in item:
                 what += f" in `{item['test']}`"
-            if item.get("error_type") or item.get("message"):
-                what += f": {item.get('error_type', '')}" + (
-                    f": {item['message']}" if item.get("message") else ""
-                )
+            said = [str(item[k]) for k in ("error_type", "message") if item.get(k)]
+            if said:
+                what += ": " + ": ".join(said)
             lines.append(what)
         if held_out:
             out["held_out_failed"] = held_out

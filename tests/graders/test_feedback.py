@@ -123,3 +123,34 @@ def test_a_repositorys_tests_are_counted_never_named() -> None:
 def test_the_rubric_schema_knows_the_feedback_keys() -> None:
     schema = json.loads((Path(__file__).resolve().parents[2] / "rubric.schema.json").read_text())
     assert "feedback_tests" in json.dumps(schema) and "feedback_bytes" in json.dumps(schema)
+
+
+def test_a_programs_generated_cases_never_reach_the_feedback(grader: UnitTestsGrader) -> None:
+    # Every generated input carries a marker; a candidate wrong on all of them.
+    task = TaskSpec(
+        kind="stdin_stdout",
+        tests=[{"input": "zq 2\n", "output": "4\n"}],  # type: ignore[list-item]
+        reference="print(int(input().split()[1]) * 2)\n",
+        input_generator=(
+            "def generate(rng):\n"
+            "    return f'zqmark{rng.randint(10, 99)} {rng.randint(10, 99)}\\n'\n"
+        ),
+    )
+    wrong = "w = input().split()\nprint(4 if w[1] == '2' else 0)\n"
+    result = _grade(grader, wrong, task, hidden_cases=True)
+    assert result.details["hidden"]["failed"] > 0  # the control: they ran, and failed
+    assert "zqmark" not in json.dumps(result.details["feedback"])
+
+
+def test_held_out_pytest_tests_are_not_named(grader: UnitTestsGrader) -> None:
+    tests = (
+        "from solution import f\n\n"
+        "def test_one():\n    assert f(1) == 2\n\n"
+        "def test_zq_secret_edge():\n    assert f(-1) == -2\n"
+    )
+    task = TaskSpec(kind="pytest", tests=tests)
+    code = "def f(x):\n    return 2 if x == 1 else 0\n"
+    shown = _grade(grader, code, task).details["feedback"]
+    assert "zq_secret_edge" in json.dumps(shown)  # the control: named when visible
+    held = _grade(grader, code, task, feedback_tests=1).details["feedback"]
+    assert held["held_out_failed"] == 1 and "zq_secret" not in json.dumps(held)
