@@ -176,9 +176,9 @@ def feedback(
             what = f"  {item['id']}: {item['outcome']}"
             if "test" in item:
                 what += f" in `{item['test']}`"
-            said = [str(item[k]) for k in ("error_type", "message") if item.get(k)]
-            if said:
-                what += ": " + ": ".join(said)
+            parts = [str(item[k]) for k in ("error_type", "message") if item.get(k)]
+            if parts:
+                what += ": " + ": ".join(parts)
             lines.append(what)
         if held_out:
             out["held_out_failed"] = held_out
