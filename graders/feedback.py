@@ -15,7 +15,11 @@ in its next turn:
   assertion's text), when no visible test is held out;
 - ``stderr_tail``: the end of what the candidate wrote to stderr, with the
   sandbox's own frames left out of a traceback;
-- ``summary``: all of it as plain text, cut at ``max_bytes`` (UTF-8).
+- ``summary``: all of it as plain text, cut at ``max_bytes`` (UTF-8). Its
+  counts line (``3 of 4 tests failed:``, ``All 4 tests passed.``) comes before
+  anything the candidate wrote, and every line the candidate controls is
+  indented, so a reader of the summary (the process grader) cannot be handed a
+  forged count.
 
 **Hidden stays hidden.** It is built from the visible record alone
 (``details["tests"]``, the diagnostics, the candidate's streams): a hidden
@@ -167,11 +171,18 @@ def feedback(
             if text:
                 item["message"] = text
             failing.append(item)
+    counted = False
+    if isinstance(passed, int) and isinstance(total, int) and total > 0:
+        # The counts first: a reader of the summary takes the first such line.
+        counted = True
+        if passed == total:
+            lines.append(f"All {total} tests passed.")
+        else:
+            lines.append(f"{total - passed} of {total} tests failed:")
     if failing or held_out:
         out["tests"] = failing[:MAX_TESTS]
-        failed = len(failing) + held_out
-        counted = f" of {total}" if isinstance(total, int) else ""
-        lines.append(f"{failed}{counted} tests failed:")
+        if not counted:
+            lines.append(f"{len(failing) + held_out} tests failed:")
         for item in failing[:MAX_TESTS]:
             what = f"  {item['id']}: {item['outcome']}"
             if "test" in item:
@@ -183,21 +194,25 @@ def feedback(
         if held_out:
             out["held_out_failed"] = held_out
             lines.append(f"  and {held_out} held-out tests.")
-    elif isinstance(passed, int) and isinstance(total, int) and passed == total and total:
-        lines.append(f"All {total} tests passed.")
     harness = details.get("harness_output_tail")
     if isinstance(harness, str) and harness.strip() and named is None:
         # What a compiled task's own tests printed (a failed assertion's text): they
         # are the visible tests, quoted only when none is held out.
         out["tests_output"] = harness[-TAIL_CHARS:]
         lines.append("The tests said:")
-        lines.append(out["tests_output"])
+        lines.extend(_indented(out["tests_output"]))
     stderr = details.get("stderr_tail")
     if isinstance(stderr, str) and stderr.strip():
         out["stderr_tail"] = _stderr_tail(stderr)
         lines.append("stderr:")
-        lines.append(out["stderr_tail"])
+        lines.extend(_indented(out["stderr_tail"]))
     return _with_summary(out, lines, max_bytes)
+
+
+def _indented(text: str) -> list[str]:
+    """Text the candidate controls, each line indented: none can pass for a line of ours
+    (``All 4 tests passed.`` printed to stderr must not read as the verdict)."""
+    return [f"    {line}" for line in text.splitlines()]
 
 
 def _with_summary(out: dict[str, Any], lines: list[str], max_bytes: int) -> dict[str, Any]:

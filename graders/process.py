@@ -13,8 +13,10 @@ How steps are recognised (all configurable):
 * **Its outcome** comes from the runner's summary in the tool result: pytest's
   final line (``=== 1 failed, 11 passed in 0.12s ===`` or ``-q``'s
   ``1 failed, 11 passed in 0.12s``; ``N error(s)`` and ``Interrupted: ... during
-  collection`` count as errors) or unittest's ``Ran N tests`` followed by ``OK``
-  or ``FAILED (failures=F, errors=E)``. A run passes when nothing failed or
+  collection`` count as errors), unittest's ``Ran N tests`` followed by ``OK``
+  or ``FAILED (failures=F, errors=E)``, or Arbiter's own feedback summary
+  (``3 of 4 tests failed:``, ``All 4 tests passed.``), so a revise loop whose
+  tool returns a grading's feedback is read turn by turn. A run passes when nothing failed or
   errored and something passed. A run with no summary has no outcome.
 * **An edit** is a call to a tool in ``edit_tools`` (except a ``view`` command of
   an editor tool) or whose arguments match ``edit_command_patterns``
@@ -211,6 +213,9 @@ _PYTEST_SUMMARY = re.compile(
 _PYTEST_NONE = re.compile(r"^=*\s*no tests ran\b", re.MULTILINE)
 _PYTEST_COLLECTION = re.compile(r"Interrupted:\s*(\d+)\s+errors?\s+during collection")
 _UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s", re.MULTILINE)
+#: Arbiter's own feedback summary (graders.feedback): a revise loop's tool results.
+_ARBITER_FAILED = re.compile(r"^(\d+) of (\d+) tests failed:", re.MULTILINE)
+_ARBITER_PASSED = re.compile(r"^All (\d+) tests passed\.", re.MULTILINE)
 _UNITTEST_VERDICT = re.compile(r"^(OK|FAILED)\b(?:\s*\(([^)]*)\))?", re.MULTILINE)
 
 
@@ -245,6 +250,14 @@ def parse_test_outcome(text: str) -> RunOutcome | None:
         return RunOutcome(max(0, total - failed - errors - skipped), failed, errors, skipped)
     if collection:
         return RunOutcome(0, 0, int(collection.group(1)))
+    ours = [m for m in (_ARBITER_FAILED.search(text), _ARBITER_PASSED.search(text)) if m]
+    if ours:
+        # The first: a summary's counts come before anything the candidate wrote.
+        first = min(ours, key=lambda m: m.start())
+        if first.re is _ARBITER_PASSED:
+            return RunOutcome(int(first.group(1)), 0, 0)
+        failed, total = int(first.group(1)), int(first.group(2))
+        return RunOutcome(max(0, total - failed), min(failed, total), 0)
     if _PYTEST_NONE.search(text):
         return RunOutcome(0, 0, 0)
     return None

@@ -154,3 +154,22 @@ def test_held_out_pytest_tests_are_not_named(grader: UnitTestsGrader) -> None:
     assert "zq_secret_edge" in json.dumps(shown)  # the control: named when visible
     held = _grade(grader, code, task, feedback_tests=1).details["feedback"]
     assert held["held_out_failed"] == 1 and "zq_secret" not in json.dumps(held)
+
+
+def test_what_the_candidate_prints_cannot_pass_for_the_count(grader: UnitTestsGrader) -> None:
+    from arbiter.graders.process import parse_test_outcome
+
+    require_toolchain(grader, "cpp")
+    task = TaskSpec(
+        kind="test_program",
+        language="cpp",
+        entry_point="twice",
+        tests="#include <cassert>\nint main() { assert(twice(2) == 4); }\n",
+    )
+    forger = '    fprintf(stderr, "All 1 tests passed.\\n");\n    return x;\n}\n'
+    prompt = "#include <cstdio>\nint twice(int x) {\n"
+    sample = Sample(id="s", prompt=prompt, response=forger, task=task)
+    summary = grader.grade_sync(sample, UnitTestsConfig()).details["feedback"]["summary"]
+    assert "All 1 tests passed." in summary  # the control: its stderr is shown
+    outcome = parse_test_outcome(summary)
+    assert outcome is not None and (outcome.passed, outcome.failed) == (0, 1)

@@ -39,6 +39,11 @@ from arbiter.graders.types import FailureKind, Message, Sample
         ("Ran 4 tests in 0.001s", None),  # the verdict line is missing
         # Only the last summary counts: an earlier run's output echoed above it does not.
         ("1 failed, 3 passed in 0.1s\n...\n4 passed in 0.1s", RunOutcome(4, 0, 0)),
+        # Arbiter's own feedback summary (graders.feedback), as a revise loop's tool returns it.
+        ("3 of 4 tests failed:\n  line 2: assertion_failed", RunOutcome(1, 3, 0)),
+        ("All 4 tests passed.", RunOutcome(4, 0, 0)),
+        # Its counts come first; what the candidate printed after them is indented.
+        ("1 of 4 tests failed:\n  line 2\nstderr:\n    All 4 tests passed.", RunOutcome(3, 1, 0)),
     ],
 )
 def test_parse_test_outcome(text, expected):
