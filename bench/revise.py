@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -37,18 +36,9 @@ from typing import Any
 
 import httpx
 
-from arbiter.store.db import Store
-from bench.serve import arbiter_serve
+from bench.serve import TESTS_ONLY, trainer_server
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "humanevalpack_python.jsonl"
-TESTS_RUBRIC = """name: revise-tests
-version: 1
-components:
-  tests:
-    grader: unit_tests
-    weight: 1.0
-    config: {timeout_s: 10}
-"""
 ROLLOUT_RUBRIC = """name: revise
 version: 1
 components:
@@ -109,51 +99,41 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=100)
     args = parser.parse_args()
     rows = [json.loads(line) for line in DATA.read_text().splitlines()][: args.tasks]
-    with tempfile.TemporaryDirectory() as root:
-        rubrics = Path(root) / "rubrics"
-        rubrics.mkdir()
-        (rubrics / "revise-tests.yaml").write_text(TESTS_RUBRIC)
-        (rubrics / "revise.yaml").write_text(ROLLOUT_RUBRIC)
-        db = f"sqlite:///{root}/arbiter.db"
-        store = Store(db)
-        store.migrate()
-        _, key = store.create_key("bench-trainer", "trainer")
-        store.close()
-        os.environ["ARBITER_RUBRIC_DIRS"] = str(rubrics)
-        with arbiter_serve(db) as (url, _):
-            client = httpx.Client(base_url=url, auth=("trainer", key), timeout=600)
-            started = time.perf_counter()
-            first = _grade(
-                client, "revise-tests", [_sample(r, r["buggy_solution"], "t1") for r in rows]
-            )
-            seconds = []
-            for row, reward in zip(rows, first, strict=True):
-                feedback = reward["components"]["tests"]["details"]["feedback"]["summary"]
-                named = "tests failed" in feedback
-                seconds.append(row["canonical_solution"] if named else row["buggy_solution"])
-            second = _grade(
-                client,
-                "revise-tests",
-                [_sample(r, b, "t2") for r, b in zip(rows, seconds, strict=True)],
-            )
-            rollouts = []
-            for row, one, two, body in zip(rows, first, second, seconds, strict=True):
-                attempts = [
-                    (
-                        row["prompt"] + row["buggy_solution"],
-                        one["components"]["tests"]["details"]["feedback"]["summary"],
-                    ),
-                    (
-                        row["prompt"] + body,
-                        two["components"]["tests"]["details"]["feedback"]["summary"],
-                    ),
-                ]
-                sample = _sample(row, body, "rollout")
-                sample["trajectory"] = _trajectory(row, attempts)
-                rollouts.append(sample)
-            final = _grade(client, "revise", rollouts)
-            wall = time.perf_counter() - started
-            client.close()
+    rubrics = {"revise-tests": TESTS_ONLY.format(name="revise-tests"), "revise": ROLLOUT_RUBRIC}
+    with tempfile.TemporaryDirectory() as root, trainer_server(rubrics) as (url, key, db):
+        client = httpx.Client(base_url=url, auth=("trainer", key), timeout=600)
+        started = time.perf_counter()
+        first = _grade(
+            client, "revise-tests", [_sample(r, r["buggy_solution"], "t1") for r in rows]
+        )
+        seconds = []
+        for row, reward in zip(rows, first, strict=True):
+            feedback = reward["components"]["tests"]["details"]["feedback"]["summary"]
+            named = "tests failed" in feedback
+            seconds.append(row["canonical_solution"] if named else row["buggy_solution"])
+        second = _grade(
+            client,
+            "revise-tests",
+            [_sample(r, b, "t2") for r, b in zip(rows, seconds, strict=True)],
+        )
+        rollouts = []
+        for row, one, two, body in zip(rows, first, second, seconds, strict=True):
+            attempts = [
+                (
+                    row["prompt"] + row["buggy_solution"],
+                    one["components"]["tests"]["details"]["feedback"]["summary"],
+                ),
+                (
+                    row["prompt"] + body,
+                    two["components"]["tests"]["details"]["feedback"]["summary"],
+                ),
+            ]
+            sample = _sample(row, body, "rollout")
+            sample["trajectory"] = _trajectory(row, attempts)
+            rollouts.append(sample)
+        final = _grade(client, "revise", rollouts)
+        wall = time.perf_counter() - started
+        client.close()
         failing = [i for i, r in enumerate(first) if r["components"]["tests"]["score"] != 1.0]
         fixed = [i for i in failing if second[i]["components"]["tests"]["score"] == 1.0]
         converged = [
@@ -168,6 +148,8 @@ def main() -> None:
             values = [r["reward"] for r in rewards if r["reward"] is not None]
             print(f"mean reward, {name}: {statistics.fmean(values):.3f} ({len(values)} scored)")
         print(f"rollouts the process grader saw converge: {len(converged)} of {len(final)}")
+        rubric = Path(root, "revise.yaml")
+        rubric.write_text(ROLLOUT_RUBRIC)
         replay = subprocess.run(
             [
                 sys.executable,
@@ -175,7 +157,7 @@ def main() -> None:
                 "arbiter",
                 "replay",
                 "--rubric",
-                str(rubrics / "revise.yaml"),
+                str(rubric),
                 "--database-url",
                 db,
                 "--report",

@@ -20,11 +20,9 @@ import argparse
 import ast
 import asyncio
 import json
-import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,22 +30,13 @@ from typing import Any
 
 import httpx
 
-from arbiter.store.db import Store
-from bench.serve import arbiter_serve
+from bench.serve import TESTS_ONLY, trainer_server
 
 MBPP = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "mbpp.jsonl"
 READER = (
     "\n\nimport ast as _ast, sys as _sys\n"
     "print(repr({fn}(*_ast.literal_eval(_sys.stdin.read()))))\n"
 )
-RUBRIC = """name: stdin-tests
-version: 1
-components:
-  tests:
-    grader: unit_tests
-    weight: 1.0
-    config: {timeout_s: 10}
-"""
 
 
 def stdin_problems(count: int) -> list[dict[str, Any]]:
@@ -178,26 +167,18 @@ def main() -> None:
     args = parser.parse_args()
     problems = stdin_problems(args.problems)
     cases = sum(len(p["cases"]) for p in problems)
-    with tempfile.TemporaryDirectory() as root:
-        (Path(root) / "rubrics").mkdir()
-        (Path(root) / "rubrics" / "stdin-tests.yaml").write_text(RUBRIC)
-        db = f"sqlite:///{root}/arbiter.db"
-        store = Store(db)
-        store.migrate()
-        _, key = store.create_key("bench-trainer", "trainer")
-        store.close()
-        os.environ["ARBITER_RUBRIC_DIRS"] = str(Path(root) / "rubrics")
-        with arbiter_serve(db) as (url, _):
-            batched(url, key, problems[:2])  # warm: the pool, the rubric
-            a_wall, a_passed = per_case(url, key, problems)
-            b_wall, b_passed = batched(url, key, problems)
-            print(f"== 1. {len(problems)} MBPP problems as stdin programs, {cases} cases")
-            print(f"(a) one /run_code per case, 8 at a time:  {cases / a_wall:7.1f} cases/s")
-            print(f"(b) one /v1/rewards batch:                {cases / b_wall:7.1f} cases/s")
-            same = sum(x == y for x, y in zip(a_passed, b_passed, strict=True))
-            print(f"same verdict on {same} of {len(problems)} problems; passing {sum(b_passed)}")
-            print(f"ratio (b)/(a): {a_wall / b_wall:.2f}")
-            flood(url, key, args.flood)
+    rubrics = {"stdin-tests": TESTS_ONLY.format(name="stdin-tests")}
+    with trainer_server(rubrics) as (url, key, _):
+        batched(url, key, problems[:2])  # warm: the pool, the rubric
+        a_wall, a_passed = per_case(url, key, problems)
+        b_wall, b_passed = batched(url, key, problems)
+        print(f"== 1. {len(problems)} MBPP problems as stdin programs, {cases} cases")
+        print(f"(a) one /run_code per case, 8 at a time:  {cases / a_wall:7.1f} cases/s")
+        print(f"(b) one /v1/rewards batch:                {cases / b_wall:7.1f} cases/s")
+        same = sum(x == y for x, y in zip(a_passed, b_passed, strict=True))
+        print(f"same verdict on {same} of {len(problems)} problems; passing {sum(b_passed)}")
+        print(f"ratio (b)/(a): {a_wall / b_wall:.2f}")
+        flood(url, key, args.flood)
 
 
 if __name__ == "__main__":

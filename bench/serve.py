@@ -71,3 +71,46 @@ def arbiter_serve(db_url: str, *args: str) -> Iterator[tuple[str, subprocess.Pop
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+#: A rubric of the tests alone (``timeout_s: 10``), under ``name``.
+TESTS_ONLY = """name: {name}
+version: 1
+components:
+  tests:
+    grader: unit_tests
+    weight: 1.0
+    config: {{timeout_s: 10}}
+"""
+
+
+@contextlib.contextmanager
+def trainer_server(rubrics: dict[str, str]) -> Iterator[tuple[str, str, str]]:
+    """A fresh store with a trainer key and ``rubrics`` (name: YAML) in a folder of its own.
+
+    Yields the server's URL, the trainer key and the store's URL (for ``arbiter replay``).
+    """
+    import tempfile
+
+    from arbiter.store.db import Store
+
+    with tempfile.TemporaryDirectory() as root:
+        folder = Path(root) / "rubrics"
+        folder.mkdir()
+        for name, text in rubrics.items():
+            (folder / f"{name}.yaml").write_text(text)
+        db = f"sqlite:///{root}/arbiter.db"
+        store = Store(db)
+        store.migrate()
+        _, key = store.create_key("bench-trainer", "trainer")
+        store.close()
+        before = os.environ.get("ARBITER_RUBRIC_DIRS")
+        os.environ["ARBITER_RUBRIC_DIRS"] = str(folder)
+        try:
+            with arbiter_serve(db) as (url, _):
+                yield url, key, db
+        finally:
+            if before is None:
+                os.environ.pop("ARBITER_RUBRIC_DIRS", None)
+            else:
+                os.environ["ARBITER_RUBRIC_DIRS"] = before
