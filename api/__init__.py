@@ -24,6 +24,7 @@ __all__ = [
     "routes",
     "rubric_registration",
     "rubric_sync",
+    "runs",
     "schemas",
     "service",
     "settings",

@@ -43,6 +43,7 @@ PINNED: dict[str, list[str]] = {
         "routes",
         "rubric_registration",
         "rubric_sync",
+        "runs",
         "schemas",
         "service",
         "settings",
@@ -55,6 +56,7 @@ PINNED: dict[str, list[str]] = {
         "review",
         "rewards",
         "rubrics",
+        "runs",
     ],
     "arbiter.eval_sets": [
         "EVAL_SETS_DIR",
