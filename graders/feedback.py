@@ -7,7 +7,8 @@ in its next turn:
 - ``passed`` and ``total``: the visible tests;
 - ``tests``: each visible test that did not pass, with its ``id`` (``line N``,
   ``case N`` or the test's name), its ``outcome``, the exception's type and the
-  first line of its message, and the test's own source where the task has one;
+  first line of its message (a failed comparison's: ``got 3, expected 4``), and
+  the test's own source where the task has one;
 - ``compile``: a compiled candidate's first diagnostics, the compiler's own
   snippet lines left out (they quote the generated program, not the
   candidate's code);

@@ -22,6 +22,7 @@ import builtins
 import copy
 import dataclasses
 import importlib
+import itertools
 import sys
 import textwrap
 import warnings
@@ -107,6 +108,9 @@ class Statement:
     #: out is the candidate's).
     reads: frozenset[str] = frozenset()
     ahead: AheadCall | None = None
+    #: A unit ``assert A <op> B`` compiled to keep its two sides (see :func:`_keeping_sides`):
+    #: the operator, so a failure can say what was compared.
+    compared: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,8 +284,10 @@ def _compile(
         end = stmt.end_lineno or stmt.lineno
         text = textwrap.dedent("\n".join(lines[stmt.lineno - 1 : end])) or ast.unparse(stmt)
         nodes = _walk(stmt)
+        compared = None
         if runnable or any(isinstance(n, _SCOPED) for n in nodes):
-            module = ast.Module(body=[stmt], type_ignores=[])
+            body, compared = _keeping_sides(stmt) if as_units and runnable else ([stmt], None)
+            module = ast.Module(body=body, type_ignores=[])
             # dont_inherit: this module's ``from __future__ import annotations`` is not the
             # tests' (a prompt's dataclass would get string annotations to resolve).
             code = compile(module, "<tests>", "exec", dont_inherit=True)
@@ -299,9 +305,98 @@ def _compile(
                 binds=frozenset(own.bound),
                 reads=frozenset(own.loaded),
                 ahead=_ahead_call(stmt) if runnable else None,
+                compared=compared,
             )
         )
     return tuple(out)
+
+
+#: Where a unit ``assert A <op> B`` keeps its sides while it runs.
+_GOT, _WANT = "__arbiter_got__", "__arbiter_want__"
+_OPERATORS: dict[type[ast.cmpop], str] = {
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+}
+
+
+def _keeping_sides(stmt: ast.stmt) -> tuple[list[ast.stmt], str | None]:
+    """``assert A <op> B[, msg]`` as ``got = A; want = B; assert got <op> want[, msg]``.
+
+    The same evaluation, in the same order (A, then B, then the comparison, then
+    the message only on failure), once each: only the two sides are kept, so that
+    a failed unit can say what it compared (:func:`_compared`). Any other
+    statement (a chained comparison, ``assert not ...``) is left as it is.
+    """
+    test = stmt.test if isinstance(stmt, ast.Assert) else None
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return [stmt], None
+    op = _OPERATORS.get(type(test.ops[0]))
+    if op is None:
+        return [stmt], None
+    assert isinstance(stmt, ast.Assert)
+    keep = [
+        ast.Assign(targets=[ast.Name(_GOT, ast.Store())], value=test.left),
+        ast.Assign(targets=[ast.Name(_WANT, ast.Store())], value=test.comparators[0]),
+    ]
+    check = ast.Compare(ast.Name(_GOT, ast.Load()), test.ops, [ast.Name(_WANT, ast.Load())])
+    body: list[ast.stmt] = [*keep, ast.Assert(test=check, msg=stmt.msg)]
+    for node in body:
+        ast.copy_location(node, stmt)
+        ast.fix_missing_locations(node)
+    return body, op
+
+
+def _shown(value: object, depth: int = 0) -> str:
+    """A value as a failed unit shows it: plain data by repr (cut short), anything else by type.
+
+    Only the exact builtin types are read (a subclass's ``__repr__`` is nobody's
+    to run here), at most 8 items a level and 3 levels deep; a set's items in
+    sorted order, so the text is the same in every process.
+    """
+    kind = type(value)
+    more = ""
+    if value is None or kind in (bool, int, float, complex):
+        text = repr(value)
+    elif isinstance(value, (str, bytes)) and kind in (str, bytes):
+        text = repr(value[:80]) + ("..." if len(value) > 80 else "")
+    elif isinstance(value, dict) and kind is dict and depth < 3:
+        pairs = list(itertools.islice(value.items(), 8))
+        more = ", ..." if len(value) > len(pairs) else ""
+        inner = ", ".join(f"{_shown(k, depth + 1)}: {_shown(v, depth + 1)}" for k, v in pairs)
+        text = "{" + inner + more + "}"
+    elif isinstance(value, (list, tuple)) and kind in (list, tuple) and depth < 3:
+        items = [_shown(v, depth + 1) for v in itertools.islice(value, 8)]
+        more = ", ..." if len(value) > len(items) else ""
+        left, right = ("[", "]") if kind is list else ("(", ")")
+        text = left + ", ".join(items) + more + right
+    elif isinstance(value, (set, frozenset)) and kind in (set, frozenset) and depth < 3:
+        if len(value) > 64:
+            text = f"<{kind.__name__} of {len(value)}>"
+        else:
+            shown = sorted(_shown(v, depth + 1) for v in value)
+            more = ", ..." if len(shown) > 8 else ""
+            text = "{" + ", ".join(shown[:8]) + more + "}"
+    else:
+        text = f"<{kind.__name__}>"
+    return text[:300]
+
+
+def _compared(stmt: Statement, namespace: dict[str, object]) -> str:
+    """What a failed ``assert A <op> B`` compared: ``got 3, expected 4`` (empty if unknown)."""
+    if stmt.compared is None or _GOT not in namespace or _WANT not in namespace:
+        return ""
+    got, want = namespace[_GOT], namespace[_WANT]
+    if stmt.compared == "==":
+        return f"got {_shown(got)}, expected {_shown(want)}"
+    return f"{_shown(got)} {stmt.compared} {_shown(want)} is false"
 
 
 def _tested(asserts: list[ast.Assert]) -> set[str]:
@@ -537,6 +632,9 @@ def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Chann
     events = len(channel.events)
     outcome: Outcome = "passed"
     error = ""
+    if stmt.compared is not None:
+        namespace.pop(_GOT, None)
+        namespace.pop(_WANT, None)
     try:
         exec(stmt.code, namespace)
     except CandidateError as e:
@@ -545,7 +643,11 @@ def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Chann
         text = f"{e.type_name}: {e.message}"
         outcome, error = ("memory_limit" if limit else "runtime_error"), text[:500]
     except AssertionError as e:
-        outcome, error = "assertion_failed", str(e)[:500]
+        said = _compared(stmt, namespace)
+        outcome, error = (
+            "assertion_failed",
+            (f"{said}: {e}" if str(e) and said else said or str(e))[:500],
+        )
     except ChannelBroken as e:
         outcome, error = e.reason, e.detail[:500]  # type: ignore[assignment]
     except Uncrossable as e:

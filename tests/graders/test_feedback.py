@@ -173,3 +173,27 @@ def test_what_the_candidate_prints_cannot_pass_for_the_count(grader: UnitTestsGr
     assert "All 1 tests passed." in summary  # the control: its stderr is shown
     outcome = parse_test_outcome(summary)
     assert outcome is not None and (outcome.passed, outcome.failed) == (0, 1)
+
+
+def test_a_failed_comparison_says_what_it_compared(grader: UnitTestsGrader) -> None:
+    tests = [
+        "assert f(2) == 4",
+        "assert f(3) < 2",
+        "assert sorted(f([3, 1])) == [1, 3, 5]",
+        "assert f({'b', 'a'}) == {'c'}, 'sets differ'",
+        "assert not f(0)",
+    ]
+    code = "def f(x):\n    if isinstance(x, (list, set)):\n        return x\n    return x + 1\n"
+    task = TaskSpec(kind="python_function", entry_point="f", tests=tests)
+    said = {
+        t["test"]: t.get("message", "")
+        for t in _grade(grader, code, task).details["feedback"]["tests"]
+    }
+    assert said["assert f(2) == 4"] == "got 3, expected 4"
+    assert said["assert f(3) < 2"] == "4 < 2 is false"
+    assert said["assert sorted(f([3, 1])) == [1, 3, 5]"] == "got [1, 3], expected [1, 3, 5]"
+    # A set in sorted order (the same text in every process), the test's own message kept.
+    assert said["assert f({'b', 'a'}) == {'c'}, 'sets differ'"] == (
+        "got {'a', 'b'}, expected {'c'}: sets differ"
+    )
+    assert said["assert not f(0)"] == ""  # no comparison to show
