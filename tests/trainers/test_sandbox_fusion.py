@@ -67,8 +67,8 @@ def _stdin_problems(count: int) -> list[dict[str, Any]]:
 
 
 def test_verls_sandbox_fusion_reward_grades_through_arbiter(live: LiveServer, tmp_path: Path):
-    problems = _stdin_problems(24)
-    assert len(problems) == 24
+    problems = _stdin_problems(200)
+    assert len(problems) == 200
     semaphore = threading.Semaphore(8)
     verl_scores = []
     for p in problems:
@@ -83,7 +83,9 @@ def test_verls_sandbox_fusion_reward_grades_through_arbiter(live: LiveServer, tm
             _url(live), semaphore, 512, "```python\nprint(None)\n```", cases
         )
         assert wrong == 0.0
-    assert sum(s == 1.0 for s in verl_scores) >= 22  # MBPP's references pass their own tests
+    # MBPP's references pass their own tests, but for a few whose answers repr differently
+    # (a float's digits) once read back from stdin.
+    assert sum(s == 1.0 for s in verl_scores) >= 180
     # The same problems through `arbiter score`, as stdin_stdout tasks: the same scores.
     rows = [
         {
