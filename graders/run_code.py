@@ -6,7 +6,9 @@ program with its stdin in any language the graders read, under the same sandbox,
 limits and compile cache as a grading, and answers as SandboxFusion's
 ``/run_code`` does (``status``; ``compile_result`` and ``run_result``, each with its
 own ``status``, ``execution_time``, ``return_code``, ``stdout`` and ``stderr``), so
-a trainer configured for SandboxFusion switches by its URL. Two fields are ours:
+a trainer configured for SandboxFusion switches by its URL. Its ``files``
+(base64, by relative path) are written into the run's directory before the
+program starts; ``fetch_files`` is not supported yet. Two fields are ours:
 ``failure`` types what went wrong (``compile_error``, ``compile_timeout``,
 ``runtime_error``, ``timeout``, ``memory_limit``, ``output_limit``,
 ``sandbox_error``), and ``memory_mb`` is the run's peak.
@@ -20,6 +22,8 @@ from the cache, so a call per test case compiles once.
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,9 +65,13 @@ class RunCodeRequest(BaseModel):
     memory_limit_MB: int = Field(default=-1, description="-1: the default (512 MiB).")
     stdin: str | None = Field(default=None, max_length=8 << 20)
     files: dict[str, str | None] = Field(
-        default_factory=dict, description="Extra files (base64): not supported yet; must be empty."
+        default_factory=dict,
+        description="Extra files in the run's directory: relative path -> base64 content "
+        "(null: empty), at most 64, 16 MiB in all.",
     )
-    fetch_files: list[str] = Field(default_factory=list, description="Must be empty.")
+    fetch_files: list[str] = Field(
+        default_factory=list, description="Files to read back after the run: not supported yet."
+    )
 
 
 class RunRefused(ValueError):
@@ -125,22 +133,24 @@ def run_code(grader: UnitTestsGrader, request: RunCodeRequest) -> dict[str, Any]
     """Run ``request`` in the grader's sandbox; SandboxFusion's response, ``failure`` added.
 
     Raises :class:`RunRefused` for what cannot be run as asked (an unknown
-    language, extra files, a memory limit out of range). A fault of ours is
-    retried once, then answered as ``SandboxError``.
+    language, ``fetch_files``, a file name outside the run's directory, a memory
+    limit out of range). A fault of ours is retried once, then answered as
+    ``SandboxError``.
     """
     name = LANGUAGES.get(request.language)
     if name is None:
         raise RunRefused(
             f"language: expected one of {', '.join(sorted(LANGUAGES))}; found {request.language!r}"
         )
-    if request.files or request.fetch_files:
-        raise RunRefused("files and fetch_files: extra files are not supported yet; send none")
+    if request.fetch_files:
+        raise RunRefused("fetch_files: reading files back is not supported yet; send none")
+    extra = _files(request.files)
     config = _config(request)
     stdin = (request.stdin or "").encode("utf-8", "surrogatepass")
     last = ""
     for _ in range(2):
         try:
-            return _once(grader, name, request.code, stdin, config)
+            return _once(grader, name, request.code, stdin, config, extra)
         except SandboxError as e:
             last = str(e)
     return {
@@ -167,11 +177,46 @@ def _answer(
     }
 
 
+MAX_FILES = 64
+MAX_FILES_BYTES = 16 << 20
+
+
+def _files(files: dict[str, str | None]) -> list[list[Any]]:
+    """The request's files as the run's (``[path, mode, base64]``), each name checked here.
+
+    A name is a relative path inside the run's directory, of ordinary parts
+    (the template checks it again as it writes, refusing links and repeats).
+    """
+    if len(files) > MAX_FILES:
+        raise RunRefused(f"files: at most {MAX_FILES}, found {len(files)}")
+    out, total = [], 0
+    for name, content in files.items():
+        parts = name.split("/")
+        if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise RunRefused(f"files[{name!r}]: expected a relative path of plain names")
+        if len(name) > 255 or "\x00" in name:
+            raise RunRefused(f"files[{name!r}]: a name of at most 255 characters, no NUL")
+        try:
+            data = base64.b64decode(content or "", validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise RunRefused(f"files[{name!r}]: expected base64 ({e})") from None
+        total += len(data)
+        if total > MAX_FILES_BYTES:
+            raise RunRefused(f"files: over {MAX_FILES_BYTES >> 20} MiB in all")
+        out.append([name, 0o600, base64.b64encode(data).decode("ascii")])
+    return out
+
+
 def _once(
-    grader: UnitTestsGrader, name: str, code: str, stdin: bytes, config: UnitTestsConfig
+    grader: UnitTestsGrader,
+    name: str,
+    code: str,
+    stdin: bytes,
+    config: UnitTestsConfig,
+    extra: list[list[Any]],
 ) -> dict[str, Any]:
     if name == "python":
-        report = grader.pool.run_script(code, stdin, config.limits())
+        report = grader.pool.run_script(code, stdin, config.limits(), extra)
         run, failure = _run_result(report, None, config.memory_mb)
         return _answer(None, run, failure, memory_mb=round(report.maxrss_kb / 1024, 1))
     lang = language_named(name)
@@ -194,6 +239,12 @@ def _once(
         return _answer(failed, None, "compile_error")
     compiled = _result("Finished", made.compile_s, 0, b"", b"")
     spec = grader.programs.run_spec(lang, toolchain, build, made, config.memory_mb)
+    if extra:
+        taken = {str(f[0]) for f in spec["files"]}
+        clash = sorted(taken & {str(f[0]) for f in extra})
+        if clash:
+            raise RunRefused(f"files: {clash} would replace the program's own files")
+        spec = {**spec, "files": [*spec["files"], *extra]}
     report = grader.pool.program_run(spec, stdin, run_limits)
     run, failure = _run_result(report, lang, config.memory_mb)
     return _answer(compiled, run, failure, memory_mb=round(report.maxrss_kb / 1024, 1))

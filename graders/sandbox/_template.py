@@ -313,9 +313,13 @@ def _child(request: dict[str, Any], cwd: str, fds: list[int]) -> None:
             names = [n for n in declared or () if type(n) is str]
             status = _serve_function(code, names, chan)
         else:
+            extra = first.get("files")
+            if extra is not None and type(extra) is not list:
+                raise ValueError("a script run's files are not a list")
+            _write_files(extra or [], cwd)
             _set_limits(request["limits"])
             chan.close()
-            del first
+            del first, extra
             status = _run_script(code)
     except BaseException:
         with contextlib.suppress(BaseException):

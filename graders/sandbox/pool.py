@@ -424,6 +424,7 @@ class _RunFiles:
         deadline: RunDeadline,
         declared: list[str] | None,
         program: dict[str, Any] | None = None,
+        files: list[list[Any]] | None = None,
     ) -> None:
         """Send the run its code (or its built ``program``), the first message on its channel."""
         message: dict[str, Any] = {"code": code}
@@ -431,6 +432,8 @@ class _RunFiles:
             message["declared"] = declared
         if program is not None:
             message["exec"] = program
+        if files:
+            message["files"] = files
         self.ours.settimeout(max(0.0, deadline.at() - time.monotonic()))
         try:
             send_frame(self.ours, message)
@@ -981,12 +984,24 @@ class SandboxPool:
                 self._idle.put(slot)
             self._lanes.leave(token)
 
-    def run_script(self, code: str, stdin: bytes, limits: Limits) -> RunReport:
-        """Run ``code`` as ``__main__`` with ``stdin``; the report carries its stdout."""
-        return self._whole_run("script", code, None, stdin, limits)
+    def run_script(
+        self, code: str, stdin: bytes, limits: Limits, files: list[list[Any]] | None = None
+    ) -> RunReport:
+        """Run ``code`` as ``__main__`` with ``stdin``; the report carries its stdout.
+
+        ``files`` (``[relative path, mode, base64]``, as a built program's) are
+        written into the run's directory before the code runs.
+        """
+        return self._whole_run("script", code, None, stdin, limits, files)
 
     def _whole_run(
-        self, mode: str, code: str, program: dict[str, Any] | None, stdin: bytes, limits: Limits
+        self,
+        mode: str,
+        code: str,
+        program: dict[str, Any] | None,
+        stdin: bytes,
+        limits: Limits,
+        extra: list[list[Any]] | None = None,
     ) -> RunReport:
         """A run that takes its input and ends on its own; nothing is said on its channel."""
         with self._slot(limits) as slot:
@@ -997,7 +1012,7 @@ class SandboxPool:
                 seq = slot.begin(request, files, deadline)
                 # A run that ended before it read its code: its report says how.
                 with contextlib.suppress(SandboxError):
-                    files.send_code(code, deadline, None, program)
+                    files.send_code(code, deadline, None, program, extra)
                 files.ours.close()
                 return slot.finish(seq, deadline, files, limits.max_output_bytes, end=False)
             finally:

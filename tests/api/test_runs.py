@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import concurrent.futures
 
 import httpx
@@ -90,13 +91,24 @@ def test_a_compiled_program_is_compiled_once_for_every_case(server: Server) -> N
     ("body", "says"),
     [
         ({"code": "print(1)", "language": "cobol"}, "language: expected one of"),
-        ({"code": "print(1)", "language": "python", "files": {"a.txt": "eA=="}}, "files"),
+        ({"code": "print(1)", "language": "python", "files": {"../a.txt": "eA=="}}, "files"),
+        ({"code": "print(1)", "language": "python", "files": {"a.txt": "not base64!"}}, "base64"),
+        ({"code": "print(1)", "language": "python", "fetch_files": ["a.txt"]}, "fetch_files"),
         ({"code": "x" * (1 << 20 + 1), "language": "python"}, "code"),
         ({"code": "print(1)", "language": "python", "stdin": "\udcff"}, ""),
         ({"code": "print(1)", "language": "python", "memory_limit_MB": 10}, "memory_limit_MB"),
         ({"language": "python"}, "code"),
     ],
-    ids=["language", "files", "oversized", "not-utf8", "memory", "no-code"],
+    ids=[
+        "language",
+        "outside",
+        "not-base64",
+        "fetch",
+        "oversized",
+        "not-utf8",
+        "memory",
+        "no-code",
+    ],
 )
 def test_what_cannot_run_gets_a_422_that_says_why(
     server: Server, body: dict[str, object], says: str
@@ -115,6 +127,20 @@ def test_what_cannot_run_gets_a_422_that_says_why(
         answer = _run(server, body)
     assert answer.status_code == 422, answer.text
     assert says in answer.text
+
+
+def test_extra_files_are_in_the_runs_directory(server: Server) -> None:
+    files = {"data/in.txt": base64.b64encode(b"21\n").decode(), "empty": None}
+    python = "import os\nprint(int(open('data/in.txt').read()) * 2, os.path.getsize('empty'))\n"
+    answer = _run(server, {"code": python, "language": "python", "files": files}).json()
+    assert answer["status"] == "Success", answer
+    assert answer["run_result"]["stdout"] == "42 0\n"
+    cpp = (
+        "#include <fstream>\n#include <iostream>\n"
+        'int main() { std::ifstream f("data/in.txt"); long a; f >> a; std::cout << a * 2; }\n'
+    )
+    answer = _run(server, {"code": cpp, "language": "cpp", "files": files}).json()
+    assert answer["run_result"]["stdout"] == "42", answer
 
 
 def test_runs_need_a_trainer_key(server: Server) -> None:
