@@ -94,14 +94,18 @@ def test_a_programs_traceback_is_its_own_not_the_sandboxs(grader: UnitTestsGrade
     assert 'File "solution.py", line 1' in failed["stderr_tail"]
 
 
+#: A compiled task: the candidate completes ``int twice(int x) {``.
+TWICE_CPP = TaskSpec(
+    kind="test_program",
+    language="cpp",
+    entry_point="twice",
+    tests="#include <cassert>\nint main() { assert(twice(2) == 4); }\n",
+)
+
+
 def test_a_compile_error_is_the_compilers_first_lines(grader: UnitTestsGrader) -> None:
     require_toolchain(grader, "cpp")
-    task = TaskSpec(
-        kind="test_program",
-        language="cpp",
-        entry_point="twice",
-        tests="#include <cassert>\nint main() { assert(twice(2) == 4); }\n",
-    )
+    task = TWICE_CPP
     sample = Sample(id="s", prompt="int twice(int x) {\n", response="    return y;\n}\n", task=task)
     given = grader.grade_sync(sample, UnitTestsConfig()).details["feedback"]
     assert any("was not declared" in line for line in given["compile"])
@@ -160,12 +164,7 @@ def test_what_the_candidate_prints_cannot_pass_for_the_count(grader: UnitTestsGr
     from arbiter.graders.process import parse_test_outcome
 
     require_toolchain(grader, "cpp")
-    task = TaskSpec(
-        kind="test_program",
-        language="cpp",
-        entry_point="twice",
-        tests="#include <cassert>\nint main() { assert(twice(2) == 4); }\n",
-    )
+    task = TWICE_CPP
     forger = '    fprintf(stderr, "All 1 tests passed.\\n");\n    return x;\n}\n'
     prompt = "#include <cstdio>\nint twice(int x) {\n"
     sample = Sample(id="s", prompt=prompt, response=forger, task=task)

@@ -10,7 +10,6 @@ stdin, the answer's ``repr`` on stdout), and what verl scores is compared with
 
 from __future__ import annotations
 
-import ast
 import json
 import threading
 from pathlib import Path
@@ -19,14 +18,8 @@ from typing import Any
 from verl.utils.reward_score import sandbox_fusion
 from verl.utils.reward_score.sandbox_fusion.utils import check_correctness
 
-from tests.trainers.conftest import REPO, LiveServer, server_run
-
-MBPP = REPO.parent / "shared" / "data" / "mbpp.jsonl"
-#: Appended to a task's reference: its arguments from stdin, the answer's repr out.
-READER = (
-    "\n\nimport ast as _ast, sys as _sys\n"
-    "print(repr({fn}(*_ast.literal_eval(_sys.stdin.read()))))\n"
-)
+from bench.runs import stdin_problems
+from tests.trainers.conftest import LiveServer, server_run
 
 
 def _url(live: LiveServer) -> str:
@@ -34,40 +27,8 @@ def _url(live: LiveServer) -> str:
     return live.url.replace("http://", f"http://trainer:{key}@") + "/run_code"
 
 
-def _stdin_problems(count: int) -> list[dict[str, Any]]:
-    """MBPP tasks whose asserts are all ``f(literals) == literal``, as stdin programs."""
-    out = []
-    for line in MBPP.read_text().splitlines():
-        row = json.loads(line)
-        cases, fn = [], None
-        for test in row["test_list"]:
-            node = ast.parse(test).body[0]
-            if not (
-                isinstance(node, ast.Assert)
-                and isinstance(node.test, ast.Compare)
-                and isinstance(node.test.ops[0], ast.Eq)
-                and isinstance(node.test.left, ast.Call)
-                and isinstance(node.test.left.func, ast.Name)
-            ):
-                break
-            try:
-                args = [ast.literal_eval(a) for a in node.test.left.args]
-                expected = ast.literal_eval(node.test.comparators[0])
-            except ValueError:
-                break
-            fn = node.test.left.func.id
-            cases.append((repr(tuple(args)), repr(expected) + "\n"))
-        else:
-            if fn is not None and not row.get("test_setup_code"):
-                program = row["code"] + READER.format(fn=fn)
-                out.append({"id": f"mbpp/{row['task_id']}", "program": program, "cases": cases})
-        if len(out) == count:
-            break
-    return out
-
-
 def test_verls_sandbox_fusion_reward_grades_through_arbiter(live: LiveServer, tmp_path: Path):
-    problems = _stdin_problems(200)
+    problems = stdin_problems(200)
     assert len(problems) == 200
     semaphore = threading.Semaphore(8)
     verl_scores = []
