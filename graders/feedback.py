@@ -211,8 +211,11 @@ def feedback(
 
 
 def _indented(text: str) -> list[str]:
-    """Text the candidate controls, each line indented: none can pass for a line of ours
-    (``All 4 tests passed.`` printed to stderr must not read as the verdict)."""
+    """Indent each line of text the candidate controls.
+
+    None can pass for a line of ours (``All 4 tests passed.`` printed to stderr must not read
+    as the verdict).
+    """
     return [f"    {line}" for line in text.splitlines()]
 
 
