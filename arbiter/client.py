@@ -20,6 +20,15 @@ The two clients mirror each other as httpx's own do: every decision (retry or
 not, how long to wait, which error to raise) is made once, in ``RetryPolicy``;
 each client keeps only its few lines of loop, one blocking and one awaiting,
 since a loop cannot be both.
+
+Answers are typed: a reward is a frozen :class:`Reward` (``r.reward``,
+``r.components["tests"].score``), read back from the service's log with
+``rewards_for`` (one request) and ``logged_rewards`` (by sample, rubric and time, in
+pages). The models accept fields a newer service adds, and keep them (pydantic's
+``extra="allow"``): a trainer pinned to an older client still reads a newer
+service's answers, and a reward it writes out again loses nothing. Likewise the
+kinds of failures and violations, and whose an abstention is, are plain strings
+here rather than the service's enums, so that a kind added later is read too.
 """
 
 from __future__ import annotations
@@ -29,15 +38,33 @@ import math
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 import httpx
+from pydantic import BaseModel, ConfigDict, Field
 
 from arbiter.graders.types import Sample
 
-__all__ = ["ArbiterClient", "ArbiterError", "AsyncArbiterClient", "RetryPolicy", "RewardBatch"]
+__all__ = [
+    "AppliedGate",
+    "AppliedPenalty",
+    "ArbiterClient",
+    "ArbiterError",
+    "AsyncArbiterClient",
+    "ComponentOutcome",
+    "Failure",
+    "LoggedReward",
+    "LoggedRewards",
+    "RetryPolicy",
+    "Reward",
+    "RewardBatch",
+    "RubricIdentity",
+    "Violation",
+]
 
 #: Answers retried as they are: over capacity, the store or a replica unavailable
 #: (503 from the service, 502/504 from a gateway in front of one that restarts).
@@ -61,18 +88,141 @@ class ArbiterError(Exception):
         self.body = body
 
 
+class _Answer(BaseModel):
+    """A part of the service's answer: read-only, and keeping the fields a newer service adds."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+
+class RubricIdentity(_Answer):
+    """Which rubric made a reward: its name, version and the sha256 of its text."""
+
+    name: str
+    version: int
+    sha256: str
+
+
+class Failure(_Answer):
+    """Why a component has no score.
+
+    ``kind`` is the service's failure kind (``timeout``, ``missing_input``,
+    ``invalid_task``, ``sandbox_error``, ...), a string so that kinds added later read too.
+    """
+
+    kind: str
+    message: str = ""
+    retryable: bool = False
+
+
+class Violation(_Answer):
+    """One violation a grader saw (``early_exit``, ``test_tampering``, ...), with its evidence."""
+
+    type: str
+    detail: str = ""
+    line: int | None = None
+    snippet: str | None = None
+    source: str = "static"
+
+
+class ComponentOutcome(_Answer):
+    """One component's grade as it entered the reward.
+
+    ``score`` is in [0, 1], or ``None`` when the grader could not score (``failure``
+    says why); ``weight`` and ``required`` are the rubric's.
+    """
+
+    grader: str
+    grader_version: str = ""
+    score: float | None
+    failure: Failure | None = None
+    violations: tuple[Violation, ...] = ()
+    details: dict[str, Any] = Field(default_factory=dict)
+    latency_s: float = 0.0
+    weight: float
+    required: bool
+
+
+class AppliedPenalty(_Answer):
+    """A penalty subtracted from the reward, and how many violations caused it."""
+
+    violation: str
+    count: int
+    penalty: float
+
+
+class AppliedGate(_Answer):
+    """A gate that bounded the reward (``cap`` or ``floor``), and why it applied."""
+
+    when: str
+    cap: float | None
+    floor: float | None
+    reason: str
+
+
+class Reward(_Answer):
+    """One sample's reward, as the service answered it.
+
+    ``reward`` is ``None`` when the rubric abstained: ``abstain_reason`` says why
+    and ``abstained_by`` whose doing it is (``ours``, ``task``, ``candidate``,
+    ``request`` or ``rubric``). Drop such a sample rather than reading it as 0,
+    unless ``abstained_by`` is ``candidate`` (the candidate's own failure, left
+    unscored by the rubric). ``reward`` is the value to train on, ``raw_reward``
+    the rubric's value before group normalization. ``components`` maps
+    each component's name to its outcome; under a rubric with routes a sample has
+    its route's components only, and ``route`` names that route (``rubric`` is then
+    the route's own, ``<name>.<route>``). ``graders`` maps each grader that ran to
+    its version; ``flags`` note what the rubric did (``renormalized``, ``capped``, ...).
+    """
+
+    id: str
+    group_id: str | None = None
+    reward: float | None
+    raw_reward: float | None
+    abstain_reason: str | None = None
+    abstained_by: str | None = None
+    components: dict[str, ComponentOutcome]
+    penalties: tuple[AppliedPenalty, ...] = ()
+    gates: tuple[AppliedGate, ...] = ()
+    rubric: RubricIdentity
+    graders: dict[str, str]
+    flags: tuple[str, ...] = ()
+    route: str | None = None
+
+
+def _values(rewards: Iterable[Reward]) -> list[float | None]:
+    return [r.reward for r in rewards]
+
+
+def _component(rewards: Iterable[Reward], name: str) -> list[float | None]:
+    scores: list[float | None] = []
+    for r in rewards:
+        outcome = r.components.get(name)
+        scores.append(None if outcome is None else outcome.score)
+    return scores
+
+
 @dataclass(frozen=True)
 class RewardBatch:
-    """A response of ``POST /v1/rewards``: rewards as plain dicts, in input order."""
+    """A response of ``POST /v1/rewards``: typed rewards, in input order.
+
+    Attributes:
+        request_id: the service's id of the request (read it back with ``rewards_for``).
+        rubric: the rubric that graded the batch.
+        rewards: one :class:`Reward` per sample, in the order the samples were sent.
+        replayed: the answer is the stored one of an earlier call with the same
+            idempotency key, not a new grading.
+        latency_s: how long the service took to grade the batch.
+    """
 
     request_id: str
-    rubric: dict[str, Any]
-    rewards: list[dict[str, Any]]
+    rubric: RubricIdentity
+    rewards: list[Reward]
     replayed: bool
+    latency_s: float = 0.0
 
     def values(self) -> list[float | None]:
         """Return each reward's value (``None`` where the rubric abstained)."""
-        return [r["reward"] for r in self.rewards]
+        return _values(self.rewards)
 
     def component(self, name: str) -> list[float | None]:
         """Return one component's scores (``None`` where it could not score, or is absent).
@@ -80,7 +230,57 @@ class RewardBatch:
         Under a rubric with routes a sample has its route's components only: the
         others are ``None`` for it.
         """
-        return [(r["components"].get(name) or {}).get("score") for r in self.rewards]
+        return _component(self.rewards, name)
+
+
+class _RewardAnswer(_Answer):
+    """The body of ``POST /v1/rewards``."""
+
+    request_id: str
+    rubric: RubricIdentity
+    latency_s: float = 0.0
+    rewards: list[Reward]
+
+
+class LoggedReward(_Answer):
+    """One reward read back from the service's log, and where it sits there.
+
+    Attributes:
+        log_id: its place in the log (the paging cursor, ``after_id``).
+        request_id: the request that graded it.
+        position: its index in that request's batch.
+        sample_id: the sample's id.
+        rubric: the rubric of the request.
+        logged_at: when it was logged (UTC).
+        reward: the reward exactly as it was answered.
+    """
+
+    log_id: int
+    request_id: str
+    position: int
+    sample_id: str
+    rubric: RubricIdentity
+    logged_at: datetime
+    reward: Reward
+
+
+class LoggedRewards(_Answer):
+    """Rewards read back from the log, and the cursor of the next page.
+
+    ``next_after_id`` is ``None`` when there is no more; otherwise pass it as
+    ``after_id`` to read the next page with the same filters.
+    """
+
+    rewards: list[LoggedReward]
+    next_after_id: int | None = None
+
+    def values(self) -> list[float | None]:
+        """Return each reward's value (``None`` where the rubric abstained)."""
+        return _values(e.reward for e in self.rewards)
+
+    def component(self, name: str) -> list[float | None]:
+        """Return one component's scores (``None`` where it could not score, or is absent)."""
+        return _component((e.reward for e in self.rewards), name)
 
 
 def _payload(
@@ -117,13 +317,42 @@ def _error(response: httpx.Response) -> ArbiterError:
 
 
 def _batch(response: httpx.Response) -> RewardBatch:
-    data = response.json()
+    answer = _RewardAnswer.model_validate_json(response.content)
     return RewardBatch(
-        request_id=data["request_id"],
-        rubric=data["rubric"],
-        rewards=data["rewards"],
+        request_id=answer.request_id,
+        rubric=answer.rubric,
+        rewards=answer.rewards,
         replayed=response.headers.get("idempotent-replayed") == "true",
+        latency_s=answer.latency_s,
     )
+
+
+def _request_path(request_id: str) -> str:
+    """Return the path that reads one request's rewards back."""
+    if not request_id:
+        raise ValueError("request_id is empty")
+    return f"/v1/rewards/{quote(request_id, safe='')}"
+
+
+def _log_query(
+    sample_id: str | None,
+    rubric: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    after_id: int,
+    limit: int,
+) -> dict[str, str | int]:
+    """Return the query of ``GET /v1/rewards``; a time without a zone is read as UTC there."""
+    query: dict[str, str | int] = {"after_id": after_id, "limit": limit}
+    if sample_id is not None:
+        query["sample_id"] = sample_id
+    if rubric is not None:
+        query["rubric"] = rubric
+    if since is not None:
+        query["since"] = since.isoformat()
+    if until is not None:
+        query["until"] = until.isoformat()
+    return query
 
 
 def _retry_after_s(response: httpx.Response) -> float:
@@ -252,7 +481,26 @@ def _policy(
 
 
 class ArbiterClient:
-    """Synchronous client."""
+    """Synchronous client: grade batches, and read their rewards back from the log.
+
+    Example (a service at ``localhost:8000``, a trainer key)::
+
+        from arbiter.client import ArbiterClient
+
+        samples = [
+            {"id": "quick", "response": "done", "metrics": {"turns": 3}},
+            {"id": "slow", "response": "done", "metrics": {"turns": 11}},
+        ]
+        with ArbiterClient("http://localhost:8000", api_key="ak_...") as client:
+            batch = client.rewards(samples, "efficiency-only")
+            for r in batch.rewards:
+                print(r.id, r.reward, r.components["efficiency"].score)
+            logged = client.rewards_for(batch.request_id)
+            print(logged.rewards[0].logged_at, logged.values() == batch.values())
+
+    A call raises :class:`ArbiterError` when the service refuses it (after
+    retries, for the retryable answers; see :class:`RetryPolicy`).
+    """
 
     def __init__(
         self,
@@ -324,7 +572,22 @@ class ArbiterClient:
         deadline_s: float | None = None,
         idempotency_key: str | None = None,
     ) -> RewardBatch:
-        """Grade a batch; rewards come back in input order."""
+        """Grade a batch under rubric ``rubric``; rewards come back in input order.
+
+        Args:
+            samples: :class:`~arbiter.graders.types.Sample` objects or their JSON
+                (``id``, ``response``, and ``prompt``, ``task``, ``metrics``, ... as
+                the rubric's graders need).
+            rubric: the rubric's name.
+            version: a version of it (default: its latest).
+            sha256: its exact text's sha256 (refused unless the rubric has it).
+            deadline_s: how long the service may grade before answering.
+            idempotency_key: the call's key (default: a new one); a repeat with
+                the same key is answered from the log, ``replayed``.
+
+        Raises:
+            ArbiterError: the service refused the batch (an unknown rubric is 404).
+        """
         key = idempotency_key or uuid.uuid4().hex
         response = self.request(
             "POST",
@@ -333,6 +596,45 @@ class ArbiterClient:
             headers={"Idempotency-Key": key},
         )
         return _batch(response)
+
+    def rewards_for(self, request_id: str) -> LoggedRewards:
+        """Read one request's rewards back from the log, in input order.
+
+        Raises:
+            ArbiterError: 404 ``request_not_found`` when this key sent no such
+                request (another key's request reads the same).
+        """
+        response = self.request("GET", _request_path(request_id))
+        return LoggedRewards.model_validate_json(response.content)
+
+    def logged_rewards(
+        self,
+        *,
+        sample_id: str | None = None,
+        rubric: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> LoggedRewards:
+        """Read this key's logged rewards back, oldest first, a page at a time.
+
+        Args:
+            sample_id: only this sample's.
+            rubric: only this rubric's (by name).
+            since: only those logged at or after this time.
+            until: only those logged before this time. A time without a zone is
+                read as UTC, as the service reads it.
+            after_id: the page after this log id: the previous page's
+                ``next_after_id`` (``None`` there: no more).
+            limit: at most this many (up to the service's 1000).
+
+        Raises:
+            ArbiterError: the service refused the query (422 for a limit out of range).
+        """
+        query = _log_query(sample_id, rubric, since, until, after_id, limit)
+        response = self.request("GET", "/v1/rewards", params=query)
+        return LoggedRewards.model_validate_json(response.content)
 
     def register_rubric(self, text: str) -> dict[str, Any]:
         """Register a rubric version (an admin key): ``{"rubric": identity, "created": bool}``.
@@ -356,7 +658,24 @@ class ArbiterClient:
 
 
 class AsyncArbiterClient:
-    """Asynchronous client (same behaviour as :class:`ArbiterClient`)."""
+    """Asynchronous client, with the behaviour and answers of :class:`ArbiterClient`.
+
+    Example (a service at ``localhost:8000``, a trainer key)::
+
+        import asyncio
+
+        from arbiter.client import AsyncArbiterClient
+
+        async def main() -> None:
+            samples = [{"id": "quick", "response": "done", "metrics": {"turns": 3}}]
+            async with AsyncArbiterClient("http://localhost:8000", api_key="ak_...") as client:
+                batch = await client.rewards(samples, "efficiency-only")
+                print(batch.rewards[0].reward, batch.rewards[0].components["efficiency"].score)
+                logged = await client.rewards_for(batch.request_id)
+                print(logged.values() == batch.values())
+
+        asyncio.run(main())
+    """
 
     def __init__(
         self,
@@ -417,7 +736,11 @@ class AsyncArbiterClient:
         deadline_s: float | None = None,
         idempotency_key: str | None = None,
     ) -> RewardBatch:
-        """Grade a batch; rewards come back in input order."""
+        """Grade a batch (the arguments of :meth:`ArbiterClient.rewards`), in input order.
+
+        Raises:
+            ArbiterError: the service refused the batch (an unknown rubric is 404).
+        """
         key = idempotency_key or uuid.uuid4().hex
         response = await self.request(
             "POST",
@@ -426,3 +749,34 @@ class AsyncArbiterClient:
             headers={"Idempotency-Key": key},
         )
         return _batch(response)
+
+    async def rewards_for(self, request_id: str) -> LoggedRewards:
+        """Read one request's rewards back from the log, in input order.
+
+        Raises:
+            ArbiterError: 404 ``request_not_found`` when this key sent no such
+                request (another key's request reads the same).
+        """
+        response = await self.request("GET", _request_path(request_id))
+        return LoggedRewards.model_validate_json(response.content)
+
+    async def logged_rewards(
+        self,
+        *,
+        sample_id: str | None = None,
+        rubric: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after_id: int = 0,
+        limit: int = 100,
+    ) -> LoggedRewards:
+        """Read this key's logged rewards back, oldest first, a page at a time.
+
+        The arguments are those of :meth:`ArbiterClient.logged_rewards`.
+
+        Raises:
+            ArbiterError: the service refused the query (422 for a limit out of range).
+        """
+        query = _log_query(sample_id, rubric, since, until, after_id, limit)
+        response = await self.request("GET", "/v1/rewards", params=query)
+        return LoggedRewards.model_validate_json(response.content)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from arbiter.adapters.coalescer import Coalescer
-from arbiter.client import RETRY_BUDGET_S, ArbiterClient, AsyncArbiterClient
+from arbiter.client import RETRY_BUDGET_S, ArbiterClient, AsyncArbiterClient, Reward
 from arbiter.rows import AbstainPolicy, fill_abstained
 
 __all__ = [
@@ -136,7 +136,7 @@ class Graded:
     abstained (then ``abstained`` is true).
     """
 
-    reward: dict[str, Any]
+    reward: Reward
     value: float
     abstained: bool
 
@@ -158,7 +158,7 @@ def grading_coalescer(settings: AdapterSettings) -> Coalescer[Graded]:
             rows = [{**s, "id": f"{i}.{s['id']}"} for i, s in enumerate(samples)]
             batch = await client.rewards(rows, settings.rubric)
             values = batch.values()
-            owners = [r.get("abstained_by") for r in batch.rewards]
+            owners = [r.abstained_by for r in batch.rewards]
             groups = [s.get("group_id") for s in rows]
             filled = fill_abstained(values, groups, settings.abstain, owners)
             return [

@@ -54,8 +54,8 @@ def _logs(graded: Graded, truncated: bool) -> dict[str, float]:
         "truncated_prompt": float(truncated),
         "unsplittable": 0.0,
     }
-    for name, component in graded.reward["components"].items():
-        score = component["score"]
+    for name, component in graded.reward.components.items():
+        score = component.score
         logs[name] = math.nan if score is None else float(score)
     return logs
 

@@ -119,7 +119,7 @@ class _OneCallPerBatch:
 
 def _masked(batch: RewardBatch, values: list[float | None]) -> list[float | None]:
     """Return ``values`` with ``None`` wherever the rubric abstained."""
-    return [None if r["reward"] is None else v for r, v in zip(batch.rewards, values, strict=True)]
+    return [None if r.reward is None else v for r, v in zip(batch.rewards, values, strict=True)]
 
 
 def reward_functions(
@@ -150,7 +150,7 @@ def reward_functions(
         ) -> list[float | None]:
             batch = grader.batch(prompts, completions, kwargs)
             totals: list[float | None] = [
-                -sum(p["penalty"] for p in r["penalties"]) for r in batch.rewards
+                -sum(p.penalty for p in r.penalties) for r in batch.rewards
             ]
             return _masked(batch, totals)
 

@@ -108,7 +108,7 @@ def score_dict(graded: Graded, components: list[str]) -> dict[str, float]:
     """Flatten one answer into verl's fixed-key dict."""
     out = {"score": graded.value, "abstained": float(graded.abstained)}
     for name in components:
-        score = graded.reward["components"][name]["score"]
+        score = graded.reward.components[name].score
         out[name] = math.nan if score is None else float(score)
     return out
 

@@ -135,7 +135,8 @@ def trainer(
                     traffic.failed.append((idempotency_key, f"{type(e).__name__}: {e}"))
                 continue
             with lock:
-                traffic.acknowledged[idempotency_key] = (answer.request_id, answer.rewards)
+                rewards = [r.model_dump(mode="json") for r in answer.rewards]
+                traffic.acknowledged[idempotency_key] = (answer.request_id, rewards)
 
 
 def offline(batches: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:

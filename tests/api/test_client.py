@@ -202,7 +202,7 @@ def test_sync_and_async_clients_against_the_server(server: Server):
     with ArbiterClient(server.url, server.keys["trainer"]) as client:
         batch = client.rewards(samples, "efficiency-only", idempotency_key="client-test")
         again = client.rewards(samples, "efficiency-only", idempotency_key="client-test")
-    assert [r["id"] for r in batch.rewards] == [s["id"] for s in samples]
+    assert [r.id for r in batch.rewards] == [s["id"] for s in samples]
     assert again.replayed and again.rewards == batch.rewards
 
     async def go() -> list[float | None]:

@@ -142,7 +142,7 @@ def test_a_replica_killed_after_claiming_a_key_leaves_it_to_the_other_within_30_
         elapsed = time.monotonic() - started
         print(f"\nclaimed by {owner}, killed; acknowledged by the other replica in {elapsed:.1f} s")
         assert elapsed < 30
-        assert [r["id"] for r in answer.rewards] == [s["id"] for s in batch]
+        assert [r.id for r in answer.rewards] == [s["id"] for s in batch]
         assert logged(postgres_url, key) == [(answer.request_id, len(batch))]  # exactly once
     finally:
         stop_all(a, b)
@@ -180,7 +180,7 @@ def test_the_store_dropping_the_connection_while_logging_answers_503_and_the_ret
         with ArbiterClient(server.url, server.keys["trainer"]) as client:  # its defaults
             again = client.rewards(batch, "eff", idempotency_key=key)
         assert again.replayed and again.request_id == request_id
-        assert [r["id"] for r in again.rewards] == [s["id"] for s in batch]
+        assert [r.id for r in again.rewards] == [s["id"] for s in batch]
         assert logged(postgres_url, key) == [(request_id, len(batch))]  # once, never twice
         print(f"\n503 for the ambiguous commit; the retry replayed request {request_id}")
     finally:
@@ -215,7 +215,7 @@ def test_the_client_with_its_defaults_completes_a_call_while_its_only_replica_re
         print(f"\nthe replica was down {down_s:.1f} s; the call completed")
         assert down_s >= 12.0
         assert len(outcome) == 1 and not isinstance(outcome[0], Exception), outcome
-        assert [r["id"] for r in outcome[0].rewards] == [s["id"] for s in batch]
+        assert [r.id for r in outcome[0].rewards] == [s["id"] for s in batch]
         assert len(logged(server.db_url, "restart-1")) == 1
     finally:
         stop_all(server)
