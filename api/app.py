@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import gc
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -29,22 +31,85 @@ __all__ = ["create_app"]
 logger = logging.getLogger("arbiter.api")
 
 
+#: The longest ``found`` of a validation error, in characters of JSON text.
+FOUND_MAX = 80
+#: Characters of the document shown before and after where JSON decoding stopped.
+_AROUND_BEFORE, _AROUND_AFTER = 24, 16
+
+
+def _found(value: Any) -> str:
+    """Return ``value`` as JSON text, cut to :data:`FOUND_MAX` characters (ending in "…").
+
+    orjson first; the standard library for what orjson refuses (integers beyond 64
+    bits, lone surrogates, which it escapes); anything else JSON has no type for
+    (bytes of a body that was not JSON) as a string.
+    """
+    try:
+        text = orjson.dumps(value, default=_plain).decode()
+    except (orjson.JSONEncodeError, TypeError):
+        try:
+            text = json.dumps(value, default=_plain)
+        except (TypeError, ValueError, RecursionError):
+            text = json.dumps(repr(value)[:FOUND_MAX])
+    return text if len(text) <= FOUND_MAX else text[: FOUND_MAX - 1] + "\u2026"
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
+
+
+def _json_syntax_error(err: Any, body: Any) -> dict[str, Any]:
+    """Describe a body that is not JSON: line, column (1-based, as ``json`` counts), why.
+
+    ``err`` is the ``json_invalid`` entry FastAPI (or ``arbiter.api.body``) raised,
+    located at a character offset of ``body``, the decoded document.
+    """
+    if isinstance(body, bytes | bytearray):
+        body = bytes(body).decode("utf-8", "replace")
+    doc = body if isinstance(body, str) else ""
+    loc = err.get("loc", ())
+    offset = loc[1] if len(loc) > 1 and isinstance(loc[1], int) else 0
+    pos = min(max(offset, 0), len(doc))
+    line = doc.count("\n", 0, pos) + 1
+    column = pos - doc.rfind("\n", 0, pos)
+    reason = str((err.get("ctx") or {}).get("error") or err.get("msg") or "not JSON")
+    reason = reason[:1].lower() + reason[1:]
+    return {
+        "in": "body",
+        "path": "",
+        "line": line,
+        "column": column,
+        "message": f"invalid JSON at line {line}, column {column}: {reason}",
+        "found": _found(doc[max(pos - _AROUND_BEFORE, 0) : pos + _AROUND_AFTER]),
+    }
+
+
 def _validation_errors(exc: RequestValidationError) -> list[dict[str, Any]]:
+    """Turn FastAPI's validation errors into the entries of a 422's ``errors``.
+
+    Each names where (``in``: body, query, header or path; ``path``: the dotted
+    field), what is wrong (``message``) and what was there (``found``: the value as
+    JSON text, cut to :data:`FOUND_MAX` characters). A body that is not JSON is one
+    entry with its ``line`` and ``column`` and, as ``found``, the text around them.
+    """
     out = []
     for err in exc.errors():
+        if err.get("type") == "json_invalid":
+            out.append(_json_syntax_error(err, exc.body))
+            continue
         loc = [str(p) for p in err.get("loc", ())]
         if loc and loc[0] in ("body", "query", "header", "path"):
             where, loc = loc[0], loc[1:]
         else:
             where = "body"
-        found = err.get("input")
-        text = repr(found)
         out.append(
             {
                 "in": where,
                 "path": ".".join(loc),
                 "message": str(err.get("msg", "")),
-                "found": text if len(text) <= 80 else text[:77] + "...",
+                "found": _found(err.get("input")),
             }
         )
     return out

@@ -49,17 +49,7 @@ def parse_body(raw: bytes, model: type[M]) -> tuple[M, Any]:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
-        raise RequestValidationError(
-            [
-                {
-                    "type": "json_invalid",
-                    "loc": ("body", e.pos),
-                    "msg": "JSON decode error",
-                    "input": {},
-                    "ctx": {"error": e.msg},
-                }
-            ]
-        ) from None
+        raise _json_invalid(raw, e) from None
     problem = check_limits(data)
     if problem is not None:
         path, message = problem
@@ -73,6 +63,35 @@ def parse_body(raw: bytes, model: type[M]) -> tuple[M, Any]:
         raise RequestValidationError(
             [{**err, "loc": ("body", *err["loc"])} for err in errors]
         ) from None
+
+
+def _json_invalid(raw: bytes, error: orjson.JSONDecodeError) -> RequestValidationError:
+    """Return the error FastAPI raises for a body it cannot decode, for ``raw``.
+
+    The same ``json_invalid`` entry, located at a character offset of the document,
+    and the document as the exception's ``body``: the app's handler turns the offset
+    into a line and a column. Bytes that are not UTF-8 are located here, where the
+    bytes are (orjson places them at the start of an empty document).
+    """
+    doc, pos, reason = error.doc, error.pos, error.msg
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        doc = raw.decode("utf-8", "replace")
+        pos = len(raw[: bad.start].decode("utf-8"))
+        reason = f"not UTF-8 (byte 0x{raw[bad.start]:02x})"
+    return RequestValidationError(
+        [
+            {
+                "type": "json_invalid",
+                "loc": ("body", pos),
+                "msg": "JSON decode error",
+                "input": {},
+                "ctx": {"error": reason},
+            }
+        ],
+        body=doc,
+    )
 
 
 def check_limits(data: Any, max_depth: int = MAX_DEPTH) -> tuple[tuple[str | int, ...], str] | None:

@@ -150,8 +150,17 @@ class KeyCreated(KeyInfo):
 
 
 class ErrorBody(BaseModel):
-    """Every error: a code for machines, a message for people."""
+    """Every error: a code for machines, a message for people, and the problems one by one."""
 
     code: str
     message: str
-    errors: list[dict[str, Any]] | None = None
+    errors: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="A request that does not validate (422 invalid_request): one entry per "
+        "problem, with 'in' (body, query, header or path), 'path' (the dotted field; empty "
+        "for the body as a whole), 'message' and 'found': the value that was there as JSON "
+        "text (a string; longer than 80 characters it is cut, ending in '\u2026'). A body "
+        "that is not JSON is one entry with 'line' and 'column' (1-based) and, as 'found', "
+        "the text around them as a JSON string. Other errors list what they name (a "
+        "rubric's issues by line and column, a label's missing verdicts).",
+    )
