@@ -7,16 +7,19 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib import resources
 from typing import Any
 
 import orjson
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.responses import Response
+from starlette.responses import HTMLResponse, Response
+from starlette.staticfiles import StaticFiles
 
 from arbiter.api.body import DOCUMENTED_BODIES
 from arbiter.api.errors import ApiError, error_response
@@ -165,6 +168,60 @@ def _with_hand_parsed_bodies(app: FastAPI) -> None:
     app.openapi = openapi  # type: ignore[method-assign]
 
 
+#: Where the API pages' scripts, styles and icon are served from.
+DOCS_ASSETS = "/docs/assets"
+#: The API pages may load from this server only. ReDoc's bundle shows Redocly's logo
+#: from its CDN whatever the options: the browser is not to ask for it (offline, the
+#: request would hang until it failed); the page hides an image that does not load.
+DOCS_POLICY = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+
+
+def _offline_docs(app: FastAPI) -> None:
+    """Serve /docs (Swagger UI) and /redoc with their files from this server, not a CDN.
+
+    The files ship in the ``fastapi-offline`` package (a dependency of the server
+    extra), so the pages render on a cluster with no way out. Like ``/openapi.json``
+    they need no key: they describe the API, and every call made from them needs one.
+    """
+    files = resources.files("fastapi_offline") / "static"
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(files)), name="docs-assets")
+    openapi_url = app.openapi_url or "/openapi.json"
+
+    def local_only(page: HTMLResponse) -> HTMLResponse:
+        page.headers["Content-Security-Policy"] = DOCS_POLICY
+        return page
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        page = get_swagger_ui_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - Swagger UI",
+            swagger_js_url=f"{root}{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{root}{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png",
+            # No badge from the online validator (swagger.io).
+            swagger_ui_parameters={"validatorUrl": None},
+        )
+        return local_only(page)
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        root = request.scope.get("root_path", "")
+        page = get_redoc_html(
+            openapi_url=f"{root}{openapi_url}",
+            title=f"{app.title} - ReDoc",
+            redoc_js_url=f"{root}{DOCS_ASSETS}/redoc.standalone.js",
+            redoc_favicon_url=f"{root}{DOCS_ASSETS}/favicon.png",
+            with_google_fonts=False,
+        )
+        return local_only(page)
+
+
 def create_app(settings: Settings | None = None, *, service: Service | None = None) -> FastAPI:
     """Build the service's app; the store is migrated and rubrics loaded at start-up."""
     settings = settings or Settings()
@@ -184,6 +241,9 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
         version=__version__,
         description="Rewards for RL post-training: rubrics of graders over HTTP.",
         lifespan=lifespan,
+        # Served by _offline_docs instead, from files installed with the server.
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.service = service
 
@@ -245,6 +305,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
     ):
         app.include_router(router)
     _with_hand_parsed_bodies(app)
+    _offline_docs(app)
     app.add_middleware(
         ServiceMiddleware,
         max_body_bytes=settings.max_body_bytes,

@@ -36,6 +36,7 @@ EXTRA_OF = {
             "sympy",
             "langdetect",
             "reasoning_gym",
+            "fastapi_offline",
         ),
         "server",
     ),
