@@ -13,6 +13,9 @@ maintainability index for a radon component, each budgeted metric (token counts,
 turns) against its budget for an efficiency one. They are measurements, not
 verdicts: the reviewer still decides what passes.
 
+An empty queue says why (``review_hint``) when no rubric sends rewards for review:
+a rubric's ``review:`` section turns it on, and the hint names its keys.
+
 Each component's guidance ends with the pass threshold agreement applies to its
 grader's score (``arbiter.monitoring.agreement.PASS_THRESHOLDS``), so the rule a
 reviewer reads is the one their labels are compared by.
@@ -21,13 +24,14 @@ reviewer reads is the one their labels are compared by.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
 from arbiter.graders.code import extract_code
 from arbiter.graders.efficiency import METRICS, EfficiencyConfig
 from arbiter.graders.radon import RadonConfig, measure_radon
 from arbiter.monitoring.agreement import pass_threshold
 from arbiter.rubrics.rubric import Component, Rubric
+from arbiter.rubrics.schema import ReviewSpec, Stratum
 
 __all__ = [
     "component_guidance",
@@ -35,6 +39,7 @@ __all__ = [
     "grader_guidance",
     "measured_facts",
     "pass_rule",
+    "review_hint",
     "reward_summary",
     "rubric_guidance",
 ]
@@ -142,7 +147,7 @@ def rubric_guidance(rubric: Rubric) -> dict[str, str]:
 
 
 def _radon_facts(config: RadonConfig, response: str) -> list[str]:
-    code = extract_code(response, which=config.code_block)
+    code = extract_code(response, which=config.code_blocks)
     if code is None:
         return ["no code in the response"]
     metrics = measure_radon(code.code, config.options())
@@ -300,3 +305,19 @@ def reward_summary(
             for name, outcome in sorted((record.get("components") or {}).items())
         },
     }
+
+
+def review_hint(rubric: str | None = None) -> str:
+    """Say that no rubric (or ``rubric``) sends rewards for review, and how one does.
+
+    The keys and strata named are the rubric schema's own (``ReviewSpec``).
+    """
+    who = "No loaded rubric sends" if rubric is None else f"Rubric {rubric!r} does not send"
+    return (
+        f"{who} rewards for review, so nothing new is queued. Review is turned on by a review: "
+        "section in the rubric's YAML, e.g. 'review: {sample_rate: 0.02, stratify_by: "
+        f"[disagreement]}}'. Its keys: {', '.join(ReviewSpec.model_fields)}. sample_rate "
+        "(0 to 1, above 0 to queue anything) is the share of rewards queued; stratify_by adds "
+        f"targeted sampling ({', '.join(get_args(Stratum))}); show_scores shows reviewers the "
+        "graders' scores (blind when false)."
+    )

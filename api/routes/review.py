@@ -32,7 +32,13 @@ from starlette.responses import Response, StreamingResponse
 from arbiter.api.auth import Principal
 from arbiter.api.deps import Caller, ServiceDep
 from arbiter.api.errors import Conflict, Invalid, NotFound
-from arbiter.api.review_view import grader_guidance, measured_facts, reward_summary, rubric_guidance
+from arbiter.api.review_view import (
+    grader_guidance,
+    measured_facts,
+    review_hint,
+    reward_summary,
+    rubric_guidance,
+)
 from arbiter.api.schemas import ErrorBody
 from arbiter.api.service import Service
 from arbiter.graders.types import ViolationType
@@ -85,7 +91,7 @@ class _Body(BaseModel):
 
 
 class ClaimRequest(_Body):
-    """Which queue to claim from."""
+    """Which queue to claim from; optional, as the body itself (any rubric by default)."""
 
     rubric: Name | None = None
 
@@ -295,20 +301,53 @@ async def review_page() -> Response:
     return Response(_page(), media_type="text/html; charset=utf-8", headers=PAGE_HEADERS)
 
 
+def _review_rubrics(service: Service) -> list[str]:
+    """Name the loaded rubrics whose ``review`` section sends rewards for review.
+
+    Each name as a request naming it resolves (its latest version).
+    """
+    names = sorted({entry.rubric.name for entry in service.catalog.entries()})
+    sampler = service.review_sampler
+    out = []
+    for name in names:
+        try:
+            rubric = service.catalog.resolve(name)
+        except RubricNotFoundError:
+            continue
+        if sampler.policy(rubric).active:
+            out.append(name)
+    return out
+
+
 @router.get("/v1/review/queue", responses=ERRORS)
 async def queue_stats(
     service: ServiceDep, caller: Caller, rubric: RubricFilter = None
 ) -> dict[str, Any]:
-    """Count items waiting, leased and done, and labels, per rubric; ``you``: your progress."""
+    """Count items waiting, leased and done, and labels, per rubric; ``you``: your progress.
+
+    ``review_rubrics`` names the loaded rubrics (only ``rubric``, when given) that send
+    rewards for review. When there is none, ``hint`` says so and how a rubric's
+    ``review:`` section turns review on; otherwise it is null.
+    """
     reviewer = _reviewer(caller)
-    return await asyncio.to_thread(_queue(service).stats, rubric, reviewer=reviewer)
+    stats = await asyncio.to_thread(_queue(service).stats, rubric, reviewer=reviewer)
+    sampling = [name for name in _review_rubrics(service) if rubric in (None, name)]
+    stats["review_rubrics"] = sampling
+    stats["hint"] = None if sampling else review_hint(rubric)
+    return stats
 
 
 @router.post("/v1/review/claim", response_model=ClaimResponse, responses=ERRORS)
-async def claim_next(body: ClaimRequest, service: ServiceDep, caller: Caller) -> ClaimResponse:
-    """Lease the oldest waiting item you have not labelled (``item`` is null when none)."""
+async def claim_next(
+    service: ServiceDep, caller: Caller, body: ClaimRequest | None = None
+) -> ClaimResponse:
+    """Lease the oldest waiting item you have not labelled (``item`` is null when none).
+
+    The body is optional: without one (or with ``{}``) the item comes from any rubric.
+    """
     reviewer = _reviewer(caller)
-    claimed = await asyncio.to_thread(_queue(service).claim, reviewer, rubric=body.rubric)
+    wanted = body.rubric if body is not None else None
+    claimed = await asyncio.to_thread(_queue(service).claim, reviewer, rubric=wanted)
     if claimed is None:
         return ClaimResponse(item=None)
     rubric = _rubric(service, claimed.rubric_sha256)

@@ -197,6 +197,32 @@ def test_agreement_needs_fifty_labels_then_reports(server: Server) -> None:
     assert report["overall"]["mae"]["value"] == pytest.approx(0.0)
 
 
+def test_the_queue_names_the_rubrics_that_send_rewards_for_review(server: Server) -> None:
+    with server.client("reviewer") as http:
+        stats = http.get("/v1/review/queue").json()
+        other = http.get("/v1/review/queue", params={"rubric": "efficiency-only"}).json()
+    assert {"reviewed", "agreed", "blinded"} <= set(stats["review_rubrics"])
+    assert "efficiency-only" not in stats["review_rubrics"] and stats["hint"] is None
+    # Filtered to a rubric without a review section: the hint names it.
+    assert other["review_rubrics"] == []
+    assert "'efficiency-only'" in other["hint"] and "review:" in other["hint"]
+
+
+def test_an_empty_queue_says_why_and_a_claim_needs_no_body(start_server: StartServer) -> None:
+    # The library's rubrics and the suite's own: none has a review section.
+    bare = start_server()
+    with bare.client("reviewer") as http:
+        stats = http.get("/v1/review/queue").json()
+        claimed = http.post("/v1/review/claim")  # no body at all: every field has a default
+    assert stats["items"] == 0 and stats["review_rubrics"] == []
+    hint = stats["hint"]
+    assert hint.startswith("No loaded rubric sends rewards for review")
+    for key in ("review:", "sample_rate", "stratify_by", "show_scores", "disagreement"):
+        assert key in hint, key
+    assert claimed.status_code == 200, claimed.text
+    assert claimed.json() == {"item": None}
+
+
 def test_the_page_is_served_with_the_taxonomy_and_a_strict_policy(server: Server) -> None:
     page = httpx.get(f"{server.url}/review")
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

@@ -107,3 +107,22 @@ def test_sign_in_claim_label_submit(browser: Any, server: Server) -> None:
     assert label["hack_types"] == ["hardcoded_output"]
     assert label["comment"] == "fine, but trivial"
     assert httpx.get(f"{server.url}/healthz").status_code == 200
+
+
+def test_an_empty_queue_says_how_a_rubric_turns_review_on(
+    browser: Any, start_server: StartServer
+) -> None:
+    bare = start_server()  # the library's rubrics and the suite's own: none reviews
+    page = browser.new_page()
+    try:
+        page.goto(f"{bare.url}/review")
+        page.fill("#key", bare.keys["reviewer"])
+        page.click("#sign-in")
+        page.wait_for_selector("#queue:not(.hidden)")
+        hint = page.locator("#hint", has_text="No loaded rubric sends rewards for review")
+        hint.wait_for()
+        assert "review:" in hint.text_content() and "sample_rate" in hint.text_content()
+        page.keyboard.press("n")  # the claim still answers: nothing is waiting
+        page.locator("#message", has_text="Nothing is waiting").wait_for()
+    finally:
+        page.close()
