@@ -14,7 +14,7 @@ LIBRARY_DIR = Path(__file__).resolve().parents[1] / "rubrics" / "library"
 
 
 class Settings(BaseSettings):
-    """Everything the service can be told; see the README for the common ones."""
+    """Everything the service can be told; ``arbiter serve --help`` lists each, with its default."""
 
     model_config = SettingsConfigDict(env_prefix="ARBITER_", extra="ignore")
 
@@ -22,8 +22,8 @@ class Settings(BaseSettings):
         default="sqlite:///arbiter.db",
         description="SQLAlchemy URL; e.g. postgresql+psycopg://user@127.0.0.1:5432/db.",
     )
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = Field(default="127.0.0.1", description="Address the server listens on.")
+    port: int = Field(default=8000, description="Port the server listens on.")
     keep_alive_s: int = Field(
         default=75,
         ge=1,
@@ -39,17 +39,25 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra folders of rubric YAML (colon-separated), watched for changes.",
     )
-    include_library: bool = True
+    include_library: bool = Field(
+        default=True,
+        description="Also load the rubrics that ship with Arbiter (its rubric library).",
+    )
     grader_plugins: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
         description="Modules (comma-separated) whose register(registry) adds custom graders.",
     )
     models: Path | None = Field(
         default=None,
-        description="ARBITER_MODELS: a models file declaring the reward models and LLM judges "
+        description="A models file declaring the reward models and LLM judges "
         "rubrics name (see `arbiter models`); checked at start-up, loaded on warm-up.",
     )
-    rubric_reload_interval_s: float = Field(default=2.0, ge=0)
+    rubric_reload_interval_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="Seconds between re-reads of the rubric folders and of the versions other "
+        "replicas stored; 0: read once, at start-up.",
+    )
 
     require_sandbox_layers: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
@@ -78,10 +86,23 @@ class Settings(BaseSettings):
         description="Grader jobs queued or running on the cluster beyond which batches get 429.",
     )
 
-    max_batch_samples: int = Field(default=4096, ge=1)
-    max_body_bytes: int = Field(default=64 * 1024 * 1024, ge=1024)
-    max_inflight_samples: int = Field(default=16384, ge=1)
-    per_key_max_inflight_requests: int = Field(default=32, ge=1)
+    max_batch_samples: int = Field(
+        default=4096, ge=1, description="Samples one request may carry; more: 413."
+    )
+    max_body_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body, in bytes; larger: 413.",
+    )
+    max_inflight_samples: int = Field(
+        default=16384,
+        ge=1,
+        description="Samples in flight in this process beyond which a request gets 429 "
+        "(a larger batch still runs once nothing else is in flight).",
+    )
+    per_key_max_inflight_requests: int = Field(
+        default=32, ge=1, description="Grading requests one key may have in flight; more: 429."
+    )
     max_inflight_runs: int = Field(
         default=512,
         ge=1,
@@ -93,9 +114,15 @@ class Settings(BaseSettings):
         description="Code runs one key may have in flight or queued (a trainer calls one per "
         "test case, many at once).",
     )
-    retry_after_s: int = Field(default=1, ge=1)
-    max_deadline_s: float = Field(default=600.0, gt=0)
-    grader_concurrency: int = Field(default=1024, ge=1)
+    retry_after_s: int = Field(
+        default=1, ge=1, description="Seconds a refused request is told to wait (Retry-After)."
+    )
+    max_deadline_s: float = Field(
+        default=600.0, gt=0, description="Upper bound on a request's deadline_s, in seconds."
+    )
+    grader_concurrency: int = Field(
+        default=1024, ge=1, description="Grader jobs one batch runs at once."
+    )
 
     store_samples: Literal["full", "hash"] = Field(
         default="full", description="Log each sample as sent, or only its sha256."
@@ -137,7 +164,7 @@ class Settings(BaseSettings):
     )
     review_show_scores: bool = Field(
         default=False,
-        description="ARBITER_REVIEW_SHOW_SCORES: show reviewers the graders' scores, "
+        description="Show reviewers the graders' scores, "
         "violations and sampling reason (blind review is the default); a rubric's "
         "review.show_scores overrides it for that rubric.",
     )
@@ -148,8 +175,10 @@ class Settings(BaseSettings):
     review_drift_boost: float = Field(
         default=5.0, ge=1, description="Sampling-rate multiplier while a drift alert is open."
     )
-    log_level: str = "INFO"
-    log_json: bool = True
+    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
+    log_json: bool = Field(
+        default=True, description="Log JSON lines to stderr; false: plain text lines."
+    )
 
     @field_validator("grader_plugins", "require_sandbox_layers", mode="before")
     @classmethod

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import json
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -19,14 +21,17 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any, get_args
 
 import orjson
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from ruamel.yaml import YAML
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+from typer.models import DefaultPlaceholder
 
 from arbiter.graders.registry import GraderRegistry, default_registry
 from arbiter.graders.types import Sample
@@ -55,6 +60,113 @@ if TYPE_CHECKING:
     from arbiter.store.db import Store
 
 __all__ = ["app", "main"]
+
+#: Click's names for the values of the plain types (typer's own labels are Python's).
+_VALUE_NAMES = {bool: "BOOLEAN", int: "INTEGER", float: "FLOAT", str: "TEXT"}
+_PATH_NAMES = {"file": "FILE", "dir": "DIRECTORY"}
+
+
+def _value_label(param: TyperOption | TyperArgument) -> str | None:
+    """Name what a parameter takes as click does: ``PATH``, ``TEXT``, ``PATH...``, a flag nothing.
+
+    A metavar names the value itself: an option's replaces the label, an
+    argument's is its name, which then needs none.
+    """
+    if param.metavar is not None:
+        return param.metavar if isinstance(param, TyperOption) else None
+    if isinstance(param, TyperOption) and (param.is_flag or param.count):
+        return None
+    described = param.type_descriptor
+    annotation: Any = described.annotation
+    if described.is_list:
+        (annotation,) = get_args(annotation)
+    if described.is_choice:
+        choices = described.choices or ()
+        label = "[" + "|".join(str(getattr(c, "value", c)) for c in choices) + "]"
+    elif described.is_path or (isinstance(annotation, type) and issubclass(annotation, Path)):
+        label = _PATH_NAMES.get(described.path_type, "PATH")
+    else:
+        label = _VALUE_NAMES.get(annotation) or getattr(annotation, "__name__", "VALUE").upper()
+    # A repeatable option takes one value each time it is given; an argument, several.
+    return f"{label}..." if described.is_list and isinstance(param, TyperArgument) else label
+
+
+def _plain(text: str | None) -> str | None:
+    """Help text from a docstring: reStructuredText's ``code`` and :role:`x` as `code`."""
+    if text is None:
+        return None
+    text = re.sub(r":[a-z:]+:`([^`]+)`", r"`\1`", text)
+    return re.sub(r"``([^`]+)``", r"`\1`", text)
+
+
+class _Option(TyperOption):
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return _value_label(self)
+
+
+class _Argument(TyperArgument):
+    def display_type_rich(self, ctx: Any) -> str | None:
+        return _value_label(self)
+
+
+def _conventional(params: list[Any]) -> list[Any]:
+    """Give typer's parameters click's value names and plain help (in place).
+
+    typer labels each value with its Python type (``<bool>`` after a flag that
+    takes none, ``<list[Path]>``) and has no setting to change that; the
+    subclasses above name them as click does. The help option is made per
+    command, at help time, so this runs then, on every parameter.
+    """
+    for param in params:
+        if type(param) is TyperOption:
+            param.__class__ = _Option
+        elif type(param) is TyperArgument:
+            param.__class__ = _Argument
+        if isinstance(param, TyperOption | TyperArgument):
+            param.help = _plain(param.help)
+    return params
+
+
+class _Command(TyperCommand):
+    """A command whose help names values as click does and reads as plain text."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = _plain(self.help)
+        self.short_help = _plain(self.short_help)
+        self.epilog = _plain(self.epilog)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _conventional(super().get_params(ctx))
+
+
+class _Group(TyperGroup):
+    """A group whose help names values as click does and reads as plain text."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help = _plain(self.help)
+        self.short_help = _plain(self.short_help)
+        self.epilog = _plain(self.epilog)
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _conventional(super().get_params(ctx))
+
+
+def _build_with_plain_help(typer_app: typer.Typer) -> None:
+    """Have typer build every command and group of ``typer_app`` with the classes above."""
+    if isinstance(typer_app.info.cls, DefaultPlaceholder) or typer_app.info.cls in (
+        None,
+        TyperGroup,
+    ):
+        typer_app.info.cls = _Group
+    for command in typer_app.registered_commands:
+        if command.cls in (None, TyperCommand):
+            command.cls = _Command
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _build_with_plain_help(group.typer_instance)
+
 
 app = typer.Typer(
     name="arbiter",
@@ -105,9 +217,24 @@ def _root(
     """Arbiter: rewards for RL post-training."""
 
 
-def _load(path: Path, registry: GraderRegistry | None = None) -> Rubric:
+def _load(rubric: str, registry: GraderRegistry | None = None) -> Rubric:
+    """Load ``--rubric``: a file, or a library rubric's name (or exit 1 saying why)."""
+    return _load_with_text(rubric, registry)[0]
+
+
+def _load_with_text(rubric: str, registry: GraderRegistry | None = None) -> tuple[Rubric, str]:
+    """Load a rubric file, or else the library rubric of that name; return it and its text.
+
+    A file that exists wins, so a name is only ever looked up where no file has
+    it. The library is found as the service finds it (a catalog scan of its
+    folder), so a name means here what it means in a request.
+    """
+    path = Path(rubric)
+    if not path.exists():
+        return _library_rubric(rubric, registry)
     try:
-        return load_rubric(path, registry)
+        text = path.read_text(encoding="utf-8")
+        return parse_rubric(text, source=str(path), registry=registry), text
     except RubricError as e:
         for issue in e.issues:
             err.print(str(issue), markup=False, highlight=False, soft_wrap=True)
@@ -115,6 +242,41 @@ def _load(path: Path, registry: GraderRegistry | None = None) -> Rubric:
     except OSError as e:
         err.print(f"{path}: cannot read: {e.strerror}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
+
+
+def _library_rubric(name: str, registry: GraderRegistry | None) -> tuple[Rubric, str]:
+    """Return the library rubric called ``name`` and its text; exit 1 listing the names."""
+    from arbiter.api.settings import LIBRARY_DIR
+    from arbiter.rubrics.catalog import RubricCatalog
+    from arbiter.rubrics.errors import RubricNotFoundError
+
+    catalog = RubricCatalog(registry or default_registry())
+    catalog.scan([LIBRARY_DIR])
+    try:
+        entry = catalog.by_sha256(catalog.resolve(name).sha256)
+    except RubricNotFoundError:
+        names = sorted({e.rubric.name for e in catalog.entries()})
+        stem = Path(name).name.removesuffix(".yaml").removesuffix(".yml")
+        close = difflib.get_close_matches(stem, names, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        err.print(
+            f"{name}: no such file, and no library rubric is named so{hint}\n"
+            f"library rubrics: {', '.join(names)}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        raise typer.Exit(1) from None
+    return entry.rubric, entry.text
+
+
+def _rubric_option(what: str) -> Any:
+    """The ``--rubric`` option of the commands that grade."""
+    return typer.Option("--rubric", "-r", metavar="FILE|NAME", help=what)
+
+
+#: What ``--rubric`` and ``rubric show`` accept, said once.
+_RUBRIC_HELP = "A rubric file, or a library rubric's name (python-codegen, ...)."
 
 
 ModelsOption = Annotated[
@@ -258,7 +420,7 @@ def rubric_validate(
 
 @rubric_app.command("publish")
 def rubric_publish(
-    path: Annotated[Path, typer.Argument(help="The rubric file.")],
+    rubric_arg: Annotated[str, typer.Argument(metavar="RUBRIC", help=_RUBRIC_HELP)],
     url: Annotated[
         str, typer.Option("--url", envvar="ARBITER_URL", help="The service to register it with.")
     ],
@@ -293,8 +455,7 @@ def rubric_publish(
 
     models = _models_file(models_path)
     registry, _ = _registry(models, plugins)
-    rubric = _load(path, registry)
-    text = path.read_text(encoding="utf-8")
+    rubric, text = _load_with_text(rubric_arg, registry)
     if lint is not None:
         configs = [c.config for c in rubric.components.values() if c.grader == "unit_tests"]
         config = configs[0] if configs else UnitTestsConfig()
@@ -339,11 +500,11 @@ def rubric_publish(
 
 @rubric_app.command("show")
 def rubric_show(
-    path: Annotated[Path, typer.Argument(help="A rubric file.")],
+    rubric_arg: Annotated[str, typer.Argument(metavar="RUBRIC", help=_RUBRIC_HELP)],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of YAML.")] = False,
 ) -> None:
     """Print the resolved rubric (every default filled in) and its sha256."""
-    rubric = _load(path)
+    rubric = _load(rubric_arg)
     doc = rubric.canonical()
     # The identity leaves drift thresholds out as null (the monitor's defaults may
     # change without changing a rubric's sha256); shown, they are the values in force.
@@ -459,7 +620,7 @@ def score(
     input_path: Annotated[
         Path, typer.Argument(metavar="INPUT.jsonl", help="Samples, one JSON per line ('-': stdin).")
     ],
-    rubric_path: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric file.")],
+    rubric_arg: Annotated[str, _rubric_option(_RUBRIC_HELP)],
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", help="Write rewards here ('-' or none: stdout)."),
@@ -489,7 +650,7 @@ def score(
         raise typer.BadParameter("expected auto, rows, summary or none", param_hint="--table")
     models = _models_file(models_path)
     registry, _ = _registry(models, plugins, ray_address)
-    rubric = _load(rubric_path, registry)
+    rubric = _load(rubric_arg, registry)
     source = "<stdin>" if str(input_path) == "-" else str(input_path)
     try:
         if source == "<stdin>":
@@ -636,7 +797,57 @@ def sandbox_check(
         raise typer.Exit(1) from None
 
 
-@app.command("serve")
+def _settings_help(rich: bool) -> str:
+    """List every setting of the service: its variable, default and description.
+
+    Read from the settings model, so the list cannot drift from what the service
+    reads. ``rich``: for typer's rich help (markup escaped); otherwise for
+    click's, which rewraps a paragraph unless its first line is a backspace.
+    """
+    import textwrap
+    import typing
+
+    from arbiter.api.settings import Settings
+
+    prefix = Settings.model_config.get("env_prefix", "")
+    blocks = []
+    for name, field in Settings.model_fields.items():
+        default = field.get_default(call_default_factory=True)
+        if default is None or default == []:
+            head = f"{prefix}{name.upper()}  (unset)"
+        else:
+            shown = str(default).lower() if isinstance(default, bool) else str(default)
+            head = f"{prefix}{name.upper()}={shown}"
+        if typing.get_origin(field.annotation) is typing.Literal:
+            head += f"  ({' | '.join(str(a) for a in typing.get_args(field.annotation))})"
+        body = textwrap.fill(
+            field.description or "",
+            width=76,
+            initial_indent="    ",
+            subsequent_indent="    ",
+            break_on_hyphens=False,
+        )
+        block = f"{head}\n{body}" if body else head
+        blocks.append(escape(block) if rich else f"\b\n{block}")
+    intro = (
+        "Settings, read from the environment by the server and each of its workers "
+        "(an option above wins over its variable):"
+    )
+    return "\n\n".join([intro, "\n".join(blocks) if rich else "\n\n".join(blocks)])
+
+
+class _ServeCommand(_Command):
+    """``arbiter serve``: its help ends with every setting the service reads."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        # Built when asked for: the settings model is not imported for other commands.
+        from typer.core import HAS_RICH
+
+        self.epilog = _settings_help(rich=HAS_RICH and self.rich_markup_mode is not None)
+        super().format_help(ctx, formatter)
+
+
+@app.command("serve", cls=_ServeCommand)
 def serve(
     host: Annotated[str | None, typer.Option(help="Default: ARBITER_HOST or 127.0.0.1.")] = None,
     port: Annotated[int | None, typer.Option(help="Default: ARBITER_PORT or 8000.")] = None,
@@ -652,8 +863,18 @@ def serve(
         Path | None,
         typer.Option("--models", help="A models file (default: ARBITER_MODELS)."),
     ] = None,
+    rubric_dirs: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--rubric-dir",
+            exists=True,
+            file_okay=False,
+            help="A folder of rubric YAML to serve (and watch) beside the library; "
+            "repeatable (default: ARBITER_RUBRIC_DIRS).",
+        ),
+    ] = None,
 ) -> None:
-    """Serve the HTTP API (settings from ARBITER_* environment variables)."""
+    """Serve the HTTP API (settings from ARBITER_* environment variables, listed below)."""
     import uvicorn
 
     from arbiter.api.logs import configure_logging
@@ -664,6 +885,15 @@ def serve(
         os.environ["ARBITER_RAY_ADDRESS"] = ray_address
     if models_path is not None:
         os.environ["ARBITER_MODELS"] = str(models_path)
+    if rubric_dirs:
+        # ARBITER_RUBRIC_DIRS is colon-separated, like PATH.
+        colons = [str(d) for d in rubric_dirs if ":" in str(d)]
+        if colons:
+            raise typer.BadParameter(
+                f"a folder whose path holds ':' cannot be passed on: {colons[0]}",
+                param_hint="--rubric-dir",
+            )
+        os.environ["ARBITER_RUBRIC_DIRS"] = ":".join(str(d) for d in rubric_dirs)
     settings = Settings()
     # A bad models file is listed here, every problem with its line, not as a
     # traceback from inside the server's start-up.
@@ -740,7 +970,7 @@ def audit(
         list[Path],
         typer.Argument(metavar="EVAL...", help="Labelled sets (ids unique across them)."),
     ],
-    rubric_path: Annotated[Path, typer.Option("--rubric", "-r", help="The rubric file.")],
+    rubric_arg: Annotated[str, _rubric_option(_RUBRIC_HELP)],
     fmt: Annotated[
         str, typer.Option("--format", help="jsonl, humaneval, humanevalpack, mbpp or rewardbench.")
     ] = "jsonl",
@@ -779,7 +1009,7 @@ def audit(
         raise typer.BadParameter(f"expected one of {', '.join(FORMATS)}", param_hint="--format")
     models = _models_file(models_path)
     registry, _ = _registry(models, plugins)
-    rubric = _load(rubric_path, registry)
+    rubric = _load(rubric_arg, registry)
     source = ", ".join(str(p) for p in input_paths)
     loaded: list[Sample] = []
     for input_path in input_paths:
@@ -929,9 +1159,7 @@ def rewards_export(
 
 @app.command("replay")
 def replay_command(
-    rubric_path: Annotated[
-        Path, typer.Option("--rubric", "-r", help="The rubric to re-score with.")
-    ],
+    rubric_arg: Annotated[str, _rubric_option(f"The rubric to re-score with. {_RUBRIC_HELP}")],
     database_url: Annotated[
         str | None, typer.Option(help="The store (default: ARBITER_DATABASE_URL).")
     ] = None,
@@ -977,7 +1205,7 @@ def replay_command(
 
     models = _models_file(models_path)
     registry, _ = _registry(models, plugins)
-    rubric = _load(rubric_path, registry)
+    rubric = _load(rubric_arg, registry)
     from arbiter.store.db import Store
 
     store = Store(database_url or Settings().database_url)
@@ -1141,6 +1369,9 @@ def _write_schema(schema: dict[str, Any], output: Path | None) -> None:
     text = json.dumps(schema, indent=2) + "\n"
     with _output(output) as sink:
         sink.write(text.encode("utf-8"))
+
+
+_build_with_plain_help(app)
 
 
 def main() -> None:
