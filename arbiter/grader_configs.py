@@ -72,4 +72,5 @@ def config_keys(model: type[BaseModel]) -> list[ConfigKey]:
             description=(field.description or "").strip(),
         )
         for name, field in model.model_fields.items()
+        if not field.deprecated  # a renamed key's former name: read, never to be written
     ]

@@ -44,7 +44,7 @@ from typing import Annotated, Any, ClassVar, Literal, cast
 from pydantic import Field, field_validator
 
 from arbiter.graders.analysis_pool import shared_pool
-from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.base import Grader, GraderConfig, former_name
 from arbiter.graders.repository.changes import code_to_read
 from arbiter.graders.sandbox.syntax import parse_module
 from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
@@ -412,6 +412,9 @@ def _with_defaults(
 class BanditConfig(GraderConfig):
     """Configuration of the bandit grader."""
 
+    #: ``code_blocks`` was ``code_block`` here; unit_tests always said ``code_blocks``.
+    renamed_keys: ClassVar[Mapping[str, str]] = {"code_block": "code_blocks"}
+
     severity_weights: dict[Level, Weight] = Field(
         default_factory=lambda: dict(DEFAULT_SEVERITY_WEIGHTS),
         description="Penalty factor per severity; levels left out keep their default.",
@@ -441,7 +444,10 @@ class BanditConfig(GraderConfig):
         description="A bandit plugin raised: fail the component (findings may be missing), "
         "or score what was found and list the errors.",
     )
-    code_block: Literal["all", "last"] = "all"
+    code_blocks: Literal["all", "last"] = Field(
+        default="all", description="Which fenced blocks of the response make the program."
+    )
+    code_block: Literal["all", "last"] | None = former_name("code_blocks")
     max_listed_findings: Annotated[int, Field(ge=0)] = Field(
         default=100, description="Findings listed in details (counts always cover all)."
     )
@@ -535,7 +541,7 @@ class BanditGrader(Grader[BanditConfig]):
             self,
             self.analyzer,
             response,
-            config.code_block,
+            config.code_blocks,
             config.selection(),
             prompt=prompt,
             language=program_language(sample.task),

@@ -2,24 +2,72 @@
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from arbiter.graders.types import FailureKind, GradeResult, Sample, Violation
 
 if TYPE_CHECKING:
     from arbiter.graders.registry import GraderRegistry
 
-__all__ = ["Grader", "GraderConfig"]
+__all__ = ["Grader", "GraderConfig", "former_name"]
+
+logger = logging.getLogger("arbiter.graders.config")
 
 
 class GraderConfig(BaseModel):
     """Base of every grader's configuration: unknown keys are errors, values are frozen."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    #: Keys renamed since rubrics were written with them, former name -> current one.
+    #: A subclass keeps each former name as a field of its own, ``None`` by default,
+    #: excluded from dumps and marked deprecated (see :func:`former_name`); a rubric
+    #: that gives it is read as if it gave the current one, with a warning.
+    renamed_keys: ClassVar[Mapping[str, str]] = {}
+
+    @model_validator(mode="after")
+    def _read_renamed_keys(self) -> Self:
+        """Move each former key's value to its current name; refuse both given at once.
+
+        After validation, not before: a model validator that ran first would see
+        the document as Python data, and strict validation would then refuse a
+        JSON list where the model holds a tuple or a set.
+        """
+        for former, current in self.renamed_keys.items():
+            given = self.__dict__[former]
+            if given is not None:
+                if current in self.model_fields_set:
+                    raise ValueError(
+                        f"{former!r} is the former name of {current!r}: give {current!r} only"
+                    )
+                logger.warning(
+                    "%s: config key %r is deprecated; write %r (the same setting)",
+                    type(self).__name__,
+                    former,
+                    current,
+                )
+                self.__dict__[current] = given
+                self.model_fields_set.add(current)
+            # Read under its former name, an attribute still says what is in force.
+            self.__dict__[former] = self.__dict__[current]
+            self.model_fields_set.discard(former)
+        return self
+
+
+def former_name(current: str) -> Any:
+    """Declare a renamed key's former name: a field read only to be moved to ``current``."""
+    return Field(
+        default=None,
+        exclude=True,
+        repr=False,
+        deprecated=f"renamed {current!r}",
+        description=f"The former name of {current}: still read, with a warning.",
+    )
 
 
 ConfigT = TypeVar("ConfigT", bound=GraderConfig)

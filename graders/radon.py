@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import math
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -42,7 +43,7 @@ from radon.raw import analyze as raw_analyze  # type: ignore[import-untyped]
 from radon.visitors import ComplexityVisitor, Function  # type: ignore[import-untyped]
 
 from arbiter.graders.analysis_pool import shared_pool
-from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.base import Grader, GraderConfig, former_name
 from arbiter.graders.repository.changes import code_to_read
 from arbiter.graders.sandbox.syntax import parse_module
 from arbiter.graders.static_analysis import StaticAnalyzer, analyse_response
@@ -312,6 +313,9 @@ def _bare(value: Any, *, higher_is_worse: bool) -> Any:
 class RadonConfig(GraderConfig):
     """Configuration of the radon grader: one optional curve per scorable metric."""
 
+    #: ``code_blocks`` was ``code_block`` here; unit_tests always said ``code_blocks``.
+    renamed_keys: ClassVar[Mapping[str, str]] = {"code_block": "code_blocks"}
+
     max_cyclomatic: Curve | None = Field(
         default_factory=lambda: Curve(ok=10, worst=30),
         description="Highest block complexity; a bare N means {ok: N, worst: 3N}.",
@@ -349,7 +353,10 @@ class RadonConfig(GraderConfig):
     )
     include_halstead: bool = Field(default=False, description="Halstead metrics in details.")
     include_raw: bool = Field(default=True, description="Raw line counts in details.")
-    code_block: Literal["all", "last"] = "all"
+    code_blocks: Literal["all", "last"] = Field(
+        default="all", description="Which fenced blocks of the response make the program."
+    )
+    code_block: Literal["all", "last"] | None = former_name("code_blocks")
     max_listed_blocks: Annotated[int, Field(ge=0)] = 100
     fail_as_zero: bool = Field(
         default=True,
@@ -489,7 +496,7 @@ class RadonGrader(Grader[RadonConfig]):
             self,
             self.analyzer,
             response,
-            config.code_block,
+            config.code_blocks,
             config.options(),
             prompt=prompt,
             language=program_language(sample.task),

@@ -23,13 +23,13 @@ this score, so a rubric may weight the component, penalise, or both.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from arbiter.graders.base import Grader, GraderConfig
+from arbiter.graders.base import Grader, GraderConfig, former_name
 from arbiter.graders.detectors import cases_from_task, detect_response, detect_static
 from arbiter.graders.program import assemble_program
 from arbiter.graders.repository.changes import code_to_read
@@ -85,6 +85,9 @@ SuppressionKind = Literal["nosec", "noqa", "type_ignore", "pragma_no_cover", "py
 class ViolationsConfig(GraderConfig):
     """Configuration of the violations grader."""
 
+    #: ``code_blocks`` was ``which`` here; unit_tests always said ``code_blocks``.
+    renamed_keys: ClassVar[Mapping[str, str]] = {"which": "code_blocks"}
+
     severity: dict[ViolationType, Severity] = Field(
         default_factory=dict, description="Per-type overrides of DEFAULT_SEVERITY."
     )
@@ -99,9 +102,10 @@ class ViolationsConfig(GraderConfig):
         default=frozenset(),
         description="Suppression comments to report (none by default: often legitimate).",
     )
-    which: Literal["all", "last"] = Field(
-        default="all", description="Which fenced code blocks of the response are the code."
+    code_blocks: Literal["all", "last"] = Field(
+        default="all", description="Which fenced blocks of the response make the program."
     )
+    which: Literal["all", "last"] | None = former_name("code_blocks")
     response_files: bool = Field(
         default=True,
         description="Report fenced blocks of the response that carry test or runner-config files.",
@@ -152,7 +156,7 @@ def find_violations(
     the completion continues it (:mod:`arbiter.graders.program`).
     """
     found = detect_response(response) if config.response_files else []
-    extracted = assemble_program(prompt, response, which=config.which)
+    extracted = assemble_program(prompt, response, which=config.code_blocks)
     details: dict[str, Any] = {}
     if extracted is None:
         return _kept(found, config), details, FailureKind.NO_CODE

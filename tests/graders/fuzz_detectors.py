@@ -462,7 +462,7 @@ def detector_inputs(draw: st.DrawFn) -> DetectorInput:
     code = _mutate(_fill(code, values, draw), draw)
     prompt = draw(st.sampled_from(["", "def f(x):\n", "Write f.", code[: len(code) // 2]]))
     config = ViolationsConfig(
-        which=draw(st.sampled_from(["all", "last"])),
+        code_blocks=draw(st.sampled_from(["all", "last"])),
         response_files=draw(st.booleans()),
         count=draw(st.sampled_from(["per_type", "per_occurrence"])),
         suppression_comments=draw(_SUPPRESSIONS),
