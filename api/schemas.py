@@ -119,11 +119,25 @@ class RubricCreate(_Body):
     yaml: Annotated[StrictStr, Field(min_length=1, max_length=1_000_000)]
 
 
+class RubricCaution(BaseModel):
+    """What validation noticed in a rubric but did not refuse, at its line and column."""
+
+    line: int | None
+    column: int | None
+    path: str
+    message: str
+
+
 class RubricCreated(BaseModel):
-    """The registered version."""
+    """The registered version, and the cautions its validation printed (never a refusal)."""
 
     rubric: RubricIdentity
     created: bool
+    warnings: list[RubricCaution] = Field(
+        default_factory=list,
+        description="Weights that do not sum to 1, a gate over a component some accepted "
+        "samples leave out: as `arbiter rubric validate` prints them.",
+    )
 
 
 class KeyCreate(_Body):

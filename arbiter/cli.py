@@ -45,6 +45,7 @@ from arbiter.rubrics.score import normalize_routed, score_samples
 from arbiter.summary import (
     audit_table,
     failed_everywhere,
+    left_out_everywhere,
     replay_tables,
     rewards_table,
     summary_table,
@@ -410,6 +411,10 @@ def rubric_validate(
             markup=False,
             highlight=False,
         )
+        for caution in rubric.warnings:
+            # Valid, and worth a look: weights that do not sum to 1, a gate that some
+            # accepted samples never meet, a config key by its former name.
+            err.print(f"caution: {caution}", markup=False, highlight=False, soft_wrap=True)
     if checked == 0:
         err.print("no rubric files found")
         raise typer.Exit(1)
@@ -702,7 +707,53 @@ def score(
             highlight=False,
             soft_wrap=True,
         )
-    _report_failed_everywhere([r.model_dump(mode="json") for r in rewards], strict)
+    dumped = [r.model_dump(mode="json") for r in rewards]
+    for line in left_out_everywhere(dumped):
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
+    _report_not_accepted(rubric, samples, rewards)
+    _report_failed_everywhere(dumped, strict)
+
+
+def _report_not_accepted(rubric: Rubric, samples: list[Sample], rewards: list[Reward]) -> None:
+    """Say how many samples the rubric does not accept, and which library rubrics do."""
+    refused = [s for s, r in zip(samples, rewards, strict=True) if "not_accepted" in r.flags]
+    if not refused:
+        return
+    from arbiter.api.settings import LIBRARY_DIR
+    from arbiter.rubrics.catalog import RubricCatalog
+
+    catalog = RubricCatalog(default_registry())
+    catalog.scan([LIBRARY_DIR])
+    latest = {e.rubric.name: catalog.resolve(e.rubric.name) for e in catalog.entries()}
+    takers = sorted(
+        name
+        for name, other in latest.items()
+        # Those written for kinds of samples (an accepts, or routes by kind), not the
+        # rubrics that take anything because they read no task (efficiency, judges).
+        if name != rubric.name
+        and (other.spec.accepts is not None or other.routes)
+        and all(other.refusal(s) is None for s in refused)
+    )
+    hint = f"; library rubrics that accept them: {', '.join(takers)}" if takers else ""
+    err.print(
+        f"{len(refused)} of {len(samples)} sample(s) not accepted by {rubric.name!r} "
+        f"(its accepts: {_accepts_text(rubric)}), not graded{hint}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _accepts_text(rubric: Rubric) -> str:
+    accepts = rubric.spec.accepts
+    if accepts is None:
+        return "every sample"
+    parts = []
+    if accepts.kind is not None:
+        parts.append(f"kind {', '.join(accepts.kind)}")
+    if accepts.language is not None:
+        parts.append(f"language {', '.join(accepts.language)}")
+    return "; ".join(parts)
 
 
 #: Samples per call to the scorer inside a window of ``--chunk-size`` samples.

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rich.markup import escape
 from rich.table import Table
 
 from arbiter.rubrics.reward import Reward
@@ -16,9 +17,11 @@ __all__ = [
     "audit_table",
     "failed_everywhere",
     "fmt",
+    "left_out_everywhere",
     "replay_tables",
     "rewards_table",
     "summary_table",
+    "why",
 ]
 
 
@@ -28,7 +31,7 @@ def fmt(value: float | None, missing: str = "—") -> str:
 
 
 def rewards_table(rewards: Sequence[Reward], title: str) -> Table:
-    """One row per reward: id, group, reward and each component's score or failure."""
+    """One row per reward: id, group, reward, each component's score or failure, and why."""
     # Every component any reward has (a rubric's routes have their own), in first-seen order.
     names = list(dict.fromkeys(name for r in rewards for name in r.components))
     table = Table(title=title, title_justify="left")
@@ -37,7 +40,7 @@ def rewards_table(rewards: Sequence[Reward], title: str) -> Table:
     table.add_column("reward", justify="right", style="bold")
     for name in names:
         table.add_column(name, justify="right")
-    table.add_column("penalties / why abstained", overflow="fold")
+    table.add_column("why: penalties, gates, fills, clip / abstained", overflow="fold")
     for r in rewards:
         cells = []
         for name in names:
@@ -46,11 +49,53 @@ def rewards_table(rewards: Sequence[Reward], title: str) -> Table:
                 cells.append("")  # another route's component
                 continue
             cells.append(fmt(c.score) if c.failure is None else f"[red]{c.failure.kind.value}[/]")
-        notes = ", ".join(f"{p.violation.value} -{p.penalty:g}" for p in r.penalties)
+        notes = escape(why(r))
         if r.reward is None:
-            notes = f"[yellow]{r.abstain_reason}[/]"
+            notes = f"[yellow]{notes}[/]"
         table.add_row(r.id, r.group_id or "", fmt(r.reward), *cells, notes)
     return table
+
+
+def why(reward: Reward) -> str:
+    """Say in a line what made a reward other than its weighted scores (pure).
+
+    An abstention's reason; else each penalty, each gate that applied, the
+    components left out (not applicable, or without a score under
+    ``renormalize``), those read as 0, the clip and the group normalization, as
+    the reward's ``flags`` and ``gates`` record them.
+    """
+    if reward.reward is None:
+        return reward.abstain_reason or "abstained"
+    parts = [f"{p.violation.value} -{p.penalty:g}" for p in reward.penalties]
+    for gate in reward.gates:
+        bounds = []
+        if gate.cap is not None:
+            bounds.append(f"cap {gate.cap:g}")
+        if gate.floor is not None:
+            bounds.append(f"floor {gate.floor:g}")
+        note = "" if gate.reason == "condition holds" else f" ({gate.reason})"
+        parts.append(f"{' '.join(bounds)} by {gate.when!r}{note}")
+    flags = set(reward.flags)
+    unscored = {
+        name: c.failure.kind.value for name, c in reward.components.items() if c.failure is not None
+    }
+    if "missing_read_as_zero" in flags:
+        read = [n for n, kind in unscored.items() if kind != "not_applicable"]
+        parts.append(f"read as 0: {', '.join(read)}")
+    if "renormalized" in flags:
+        left = ", ".join(f"{n} ({kind})" for n, kind in unscored.items())
+        parts.append(f"renormalized without {left}")
+    elif "not_applicable_left_out" in flags:
+        left = ", ".join(n for n, kind in unscored.items() if kind == "not_applicable")
+        parts.append(f"left out (not applicable): {left}")
+    if "clipped" in flags and reward.raw_reward is not None:
+        parts.append(f"clipped from {reward.raw_reward:.4f}")
+    for flag in reward.flags:
+        if flag.startswith("normalized:"):
+            parts.append(f"{flag.split(':', 1)[1]} of {fmt(reward.raw_reward)}")
+        elif flag == "singleton_group":
+            parts.append("alone in its group")
+    return "; ".join(parts)
 
 
 def summary_table(rewards: Sequence[Reward], title: str) -> Table:
@@ -97,22 +142,58 @@ def failed_everywhere(rewards: Sequence[Mapping[str, Any]]) -> list[str]:
     ``rewards`` are reward dicts (as written out). A component that never
     scored is almost always set-up, not the samples: an undeclared model, a
     judge that is down, a model that could not load. Such a run is worth
-    nothing, and says so here rather than as a column of abstentions.
+    nothing, and says so here rather than as a column of abstentions. A
+    component that applies to none of the samples (``not_applicable``: bandit on
+    C++, hidden cases without a reference) did not fail: :func:`left_out_everywhere`.
     """
-    if not rewards:
-        return []
+    rewards = _graded(rewards)
     lines = []
-    for name in rewards[0]["components"]:
-        failures = [r["components"][name]["failure"] for r in rewards if name in r["components"]]
-        if len(failures) != len(rewards) or any(f is None for f in failures):
+    for name, failures in _unscored_everywhere(rewards):
+        failed = [f for f in failures if f["kind"] != "not_applicable"]
+        if not failed:
             continue
-        kinds = Counter((f["kind"], f["message"]) for f in failures)
+        kinds = Counter((f["kind"], f["message"]) for f in failed)
         (kind, message), count = kinds.most_common(1)[0]
+        where = "every sample" if len(failed) == len(rewards) else "every sample it applies to"
         lines.append(
-            f"component {name!r} failed for every sample ({len(rewards)} of {len(rewards)}); "
+            f"component {name!r} failed for {where} ({len(failed)} of {len(rewards)}); "
             f"{count} with {kind}: {message}"
         )
     return lines
+
+
+def left_out_everywhere(rewards: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Name each component that applies to none of the rewards' samples, and why (pure)."""
+    rewards = _graded(rewards)
+    lines = []
+    for name, failures in _unscored_everywhere(rewards):
+        if not all(f["kind"] == "not_applicable" for f in failures):
+            continue
+        (message, _), *_ = Counter(f["message"] for f in failures).most_common(1)
+        lines.append(
+            f"component {name!r} applies to none of the {len(rewards)} sample(s) and is left "
+            f"out of their rewards: {message}"
+        )
+    return lines
+
+
+def _graded(rewards: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The rewards of samples the rubric graded: one it does not accept says nothing."""
+    return [r for r in rewards if "not_accepted" not in r.get("flags", ())]
+
+
+def _unscored_everywhere(
+    rewards: Sequence[Mapping[str, Any]],
+) -> list[tuple[str, list[Mapping[str, Any]]]]:
+    if not rewards:
+        return []
+    out = []
+    for name in dict.fromkeys(n for r in rewards for n in r["components"]):
+        failures = [r["components"][name]["failure"] for r in rewards if name in r["components"]]
+        if len(failures) != len(rewards) or any(f is None for f in failures):
+            continue
+        out.append((name, failures))
+    return out
 
 
 def audit_table(summary: dict[str, object]) -> Table:

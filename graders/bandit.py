@@ -517,6 +517,7 @@ class BanditGrader(Grader[BanditConfig]):
     """Scores the response's code by bandit's findings, severity x confidence."""
 
     name: ClassVar[str] = "bandit"
+    languages: ClassVar[frozenset[str] | None] = frozenset({"python"})
     #: 2: the candidate's own faults (no code, a syntax error, code too deep) score 0.
     version: ClassVar[str] = "2"
     config_model = BanditConfig

@@ -93,6 +93,13 @@ class Grader(ABC, Generic[ConfigT]):
     inline: ClassVar[bool] = False
     #: Whether the same sample always gets the same result (audits check it).
     deterministic: ClassVar[bool] = True
+    #: The task kinds this grader scores (``none``: a sample without a task); any other
+    #: is ``not_applicable``. ``None``: every sample. Rubric validation reads it to warn
+    #: of a gate over a component that some accepted samples leave out.
+    task_kinds: ClassVar[frozenset[str] | None] = None
+    #: The program languages it scores (a task that grades no program has none);
+    #: ``None``: any sample, program or not.
+    languages: ClassVar[frozenset[str] | None] = None
 
     @abstractmethod
     async def grade(self, sample: Sample, config: ConfigT) -> GradeResult:

@@ -78,6 +78,7 @@ class InstructionsGrader(Grader[InstructionsConfig]):
     """Grades IFEval's verifiable instructions: fraction followed, strict or loose."""
 
     name: ClassVar[str] = "instructions"
+    task_kinds: ClassVar[frozenset[str] | None] = frozenset({"instructions"})
     version: ClassVar[str] = "1"
     config_model = InstructionsConfig
     description: ClassVar[str] = "IFEval's 25 verifiable instructions, strict or loose"

@@ -471,6 +471,7 @@ class RadonGrader(Grader[RadonConfig]):
     """Scores the response's code by cyclomatic complexity and maintainability (radon)."""
 
     name: ClassVar[str] = "radon"
+    languages: ClassVar[frozenset[str] | None] = frozenset({"python"})
     #: 2: the candidate's own faults (no code, a syntax error, code too deep or too long
     #: for radon) score 0.
     version: ClassVar[str] = "2"

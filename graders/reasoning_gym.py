@@ -115,6 +115,7 @@ class ReasoningGymGrader(Grader[ReasoningGymConfig]):
     """Grades a reasoning-gym entry with the package's own scorer for its dataset."""
 
     name: ClassVar[str] = "reasoning_gym"
+    task_kinds: ClassVar[frozenset[str] | None] = frozenset({"reasoning_gym"})
     version: ClassVar[str] = "1"
     config_model = ReasoningGymConfig
     description: ClassVar[str] = "reasoning-gym's own scorer for the entry's dataset"

@@ -647,6 +647,9 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
     """Runs the task's tests against the response's code in the sandbox."""
 
     name: ClassVar[str] = "unit_tests"
+    task_kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"python_function", "pytest", "stdin_stdout", "test_program", "repository"}
+    )
     version: ClassVar[str] = "1"
     config_model = UnitTestsConfig
     description: ClassVar[str] = (

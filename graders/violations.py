@@ -189,6 +189,7 @@ class ViolationsGrader(Grader[ViolationsConfig]):
     """Static reward-hack detectors over the response's code."""
 
     name: ClassVar[str] = "violations"
+    languages: ClassVar[frozenset[str] | None] = frozenset({"python"})
     version: ClassVar[str] = "2"
     config_model = ViolationsConfig
     description: ClassVar[str] = (

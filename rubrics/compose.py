@@ -22,6 +22,14 @@ The order of operations is fixed and documented because it changes numbers:
    gates so a gate can never absorb them.
 5. **Clip** to ``clip``.
 
+Each step that moved the value is named in the reward's ``flags``: ``renormalized``
+(present weights scaled up over components without a score),
+``missing_read_as_zero`` (a fill), ``not_applicable_left_out``, ``capped`` and
+``floored`` (a gate bounded it; ``gates`` says which), ``clipped``. ``raw_reward``
+is the value before the clip, so a clip that fired can be seen; ``reward`` after it.
+A sample the rubric does not accept (its ``accepts``) is ``not_accepted``: it abstains
+without any grader having run.
+
 Group normalization (:func:`normalize_rewards`) runs afterwards, over a batch.
 """
 
@@ -59,6 +67,7 @@ def compose(
     *,
     sample_id: str,
     group_id: str | None = None,
+    refused: str | None = None,
 ) -> Reward:
     """Combine one sample's grader results into its reward.
 
@@ -68,6 +77,8 @@ def compose(
             the rubric must be present (a grader that failed still has a result).
         sample_id: echoed into the reward.
         group_id: echoed into the reward.
+        refused: why the rubric does not grade this sample (:meth:`Rubric.refusal`):
+            the reward abstains with it, owed to the request.
 
     Raises:
         ValueError: when ``results`` lacks a component of the rubric (a caller bug,
@@ -82,14 +93,20 @@ def compose(
         for name, c in rubric.components.items()
     }
     graders = {o.grader: o.grader_version for o in outcomes.values()}
-    penalties = _penalties(rubric, results)
-    value, abstention, gates, flags = _value(rubric, results, penalties)
+    if refused is not None:
+        penalties: list[AppliedPenalty] = []
+        gates: list[AppliedGate] = []
+        value, raw, flags = None, None, ["not_accepted"]
+        abstention: tuple[str, AbstainOwner] | None = (refused, "request")
+    else:
+        penalties = _penalties(rubric, results)
+        value, raw, abstention, gates, flags = _value(rubric, results, penalties)
     reason, by = abstention if abstention is not None else (None, None)
     return Reward(
         id=sample_id,
         group_id=group_id,
         reward=value,
-        raw_reward=value,
+        raw_reward=raw,
         abstain_reason=reason,
         abstained_by=by,
         components=outcomes,
@@ -103,8 +120,10 @@ def compose(
 
 def _value(
     rubric: Rubric, results: Mapping[str, GradeResult], penalties: list[AppliedPenalty]
-) -> tuple[float | None, tuple[str, AbstainOwner] | None, list[AppliedGate], list[str]]:
-    """Return the reward's value, or why it abstains and whose doing that is; gates; flags."""
+) -> tuple[
+    float | None, float | None, tuple[str, AbstainOwner] | None, list[AppliedGate], list[str]
+]:
+    """Return the reward (clipped, and before the clip), or why it abstains; gates; flags."""
     spec = rubric.spec
     env: dict[str, float] = {}
     missing: list[str] = []
@@ -151,7 +170,7 @@ def _value(
         ]
         if ours:
             # Not the candidate's doing: neither renormalized away nor read as zero.
-            return None, (f"infrastructure failure: {why(ours)}", "ours"), [], flags
+            return None, None, (f"infrastructure failure: {why(ours)}", "ours"), [], flags
         tasks = [
             n
             for n in missing
@@ -159,13 +178,14 @@ def _value(
         ]
         if tasks:
             # The task's fault (a gold that does not parse): no verdict on the candidate.
-            return None, (f"invalid task: {why(tasks)}", "task"), [], flags
+            return None, None, (f"invalid task: {why(tasks)}", "task"), [], flags
         required_missing = [n for n in missing if rubric.components[n].required]
         if required_missing:
             reason = f"required component without a score: {why(required_missing)}"
-            return None, (reason, owner(required_missing)), [], flags
+            return None, None, (reason, owner(required_missing)), [], flags
         if spec.on_missing == "abstain":
-            return None, (f"component without a score: {why(missing)}", owner(missing)), [], flags
+            reason = f"component without a score: {why(missing)}"
+            return None, None, (reason, owner(missing)), [], flags
         if spec.on_missing == "zero":
             flags.append("missing_read_as_zero")
             env.update(dict.fromkeys(missing, 0.0))
@@ -175,7 +195,7 @@ def _value(
         present = sum(weights[name] for name in env)
         if present <= 0:
             reason = f"no weighted component has a score: {why(missing + skipped)}"
-            return None, (reason, owner(missing + skipped)), [], flags
+            return None, None, (reason, owner(missing + skipped)), [], flags
         value = math.fsum(weights[name] * score for name, score in env.items())
         if (missing and spec.on_missing == "renormalize") or skipped:
             flags.append("renormalized")
@@ -184,7 +204,7 @@ def _value(
         try:
             value = rubric.formula.evaluate(env)
         except FormulaEvalError as e:
-            return None, (f"combine formula has no value: {e}", "rubric"), [], flags
+            return None, None, (f"combine formula has no value: {e}", "rubric"), [], flags
 
     applied: list[AppliedGate] = []
     for gate in rubric.gates:
@@ -203,10 +223,12 @@ def _value(
                 reason = "condition holds"
             if not holds:
                 continue
-        if gate.spec.cap is not None:
-            value = min(value, gate.spec.cap)
-        if gate.spec.floor is not None:
-            value = max(value, gate.spec.floor)
+        if gate.spec.cap is not None and value > gate.spec.cap:
+            value = gate.spec.cap
+            _flag(flags, "capped")
+        if gate.spec.floor is not None and value < gate.spec.floor:
+            value = gate.spec.floor
+            _flag(flags, "floored")
         applied.append(
             AppliedGate(
                 when=gate.spec.when, cap=gate.spec.cap, floor=gate.spec.floor, reason=reason
@@ -215,9 +237,17 @@ def _value(
 
     if penalties:
         value -= math.fsum(p.penalty for p in penalties)
+    raw = value
     if spec.clip is not None:
         value = min(spec.clip[1], max(spec.clip[0], value))
-    return value, None, applied, flags
+        if value != raw:
+            flags.append("clipped")
+    return value, raw, None, applied, flags
+
+
+def _flag(flags: list[str], flag: str) -> None:
+    if flag not in flags:
+        flags.append(flag)
 
 
 def _penalties(rubric: Rubric, results: Mapping[str, GradeResult]) -> list[AppliedPenalty]:
@@ -304,7 +334,8 @@ def normalize_rewards(
     keys = prompt_keys if prompt_keys is not None else [None] * len(rewards)
     groups = [group_key(r, k) for r, k in zip(rewards, keys, strict=True)]
     sizes = Counter(g for g, r in zip(groups, rewards, strict=True) if r.reward is not None)
-    normalized = normalize_values([r.raw_reward for r in rewards], groups, method)
+    # The values the rubric made, clipped (``raw_reward`` is before the clip).
+    normalized = normalize_values([r.reward for r in rewards], groups, method)
     out = []
     for reward, group, value in zip(rewards, groups, normalized, strict=True):
         if reward.reward is None:

@@ -23,6 +23,7 @@ the YAML document, and every error they raise must point into it.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
@@ -47,6 +48,7 @@ from ruamel.yaml.scalarstring import DoubleQuotedScalarString, SingleQuotedScala
 from arbiter.graders.base import GraderConfig
 from arbiter.graders.registry import GraderRegistry, UnknownGraderError, default_registry
 from arbiter.graders.types import ViolationType
+from arbiter.rubrics.cautions import rubric_cautions
 from arbiter.rubrics.errors import RubricError, RubricIssue
 from arbiter.rubrics.formula import Formula, FormulaError, compile_formula
 from arbiter.rubrics.rubric import (
@@ -367,7 +369,7 @@ def build_rubric(
         canonical["routes"][route.name].update(
             {k: v for k, v in body.items() if k in canonical["routes"][route.name]}
         )
-    return Rubric(
+    rubric = Rubric(
         spec=spec,
         components=components,
         formula=formula,
@@ -377,6 +379,12 @@ def build_rubric(
         source=source,
         routes=tuple(routes),
     )
+    cautions = []
+    for path, message in rubric_cautions(rubric, registry):
+        # A caution points at its key (the components, a config key), a gate's at its condition.
+        line, col = report.positions.locate(path, key=path[-1] != "when")
+        cautions.append(RubricIssue(source, line, col, _dotted(path), message))
+    return dataclasses.replace(rubric, warnings=tuple(cautions)) if cautions else rubric
 
 
 #: What a route body shares with a rubric file (its ``when`` and ``description`` are its own).

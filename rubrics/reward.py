@@ -79,8 +79,10 @@ class Reward(BaseModel):
     why, ``abstained_by`` whose doing it is): a trainer should drop the sample,
     not read it as zero, unless ``abstained_by`` is ``candidate`` (the rubric
     left the candidate's own failure unscored: a fill reads it as 0.0, never as
-    its group's mean). After group normalization ``reward`` holds the normalized
-    value and ``raw_reward`` the value before it.
+    its group's mean). ``raw_reward`` is the rubric's value before the clip and
+    before group normalization; ``reward`` is clipped, then normalized. Every step
+    that moved the value (a gate's cap or floor, a renormalization, a fill, the clip,
+    the normalization) is named in ``flags``.
     """
 
     model_config = ConfigDict(frozen=True)

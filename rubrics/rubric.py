@@ -13,7 +13,8 @@ from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
 from arbiter.graders.base import GraderConfig
-from arbiter.graders.types import Sample, ViolationType
+from arbiter.graders.types import Sample, ViolationType, program_language
+from arbiter.rubrics.errors import RubricIssue
 from arbiter.rubrics.formula import Formula
 from arbiter.rubrics.schema import GateSpec, PenaltySpec, RubricSpec
 
@@ -98,6 +99,31 @@ class Rubric:
     source: str
     #: A mixed batch's routes, in order; a sample none takes is graded by this rubric.
     routes: tuple[Route, ...] = ()
+    #: What validation noticed but did not refuse (weights that do not sum to 1, a gate
+    #: over a component some accepted tasks leave out), each pointing at its line.
+    warnings: tuple[RubricIssue, ...] = ()
+
+    def refusal(self, sample: Sample) -> str | None:
+        """Why this rubric does not grade ``sample`` (its ``accepts``), or None when it does."""
+        accepts = self.spec.accepts
+        if accepts is None:
+            return None
+        task = sample.task
+        kind = task.kind if task is not None else "none"
+        language = program_language(task)
+        if (accepts.kind is None or kind in accepts.kind) and (
+            accepts.language is None or language in accepts.language
+        ):
+            return None
+        wanted = []
+        if accepts.kind is not None:
+            wanted.append(f"task kinds {', '.join(accepts.kind)}")
+        if accepts.language is not None:
+            wanted.append(f"programs in {', '.join(accepts.language)}")
+        what = "a sample without a task" if task is None else f"a {kind} task"
+        if task is not None and language is not None:
+            what += f" in {language}"
+        return f"rubric {self.name!r} accepts {' and '.join(wanted)}; this sample is {what}"
 
     def route_for(self, sample: Sample) -> tuple[str | None, Rubric]:
         """Return the route that takes ``sample`` (its name, its rubric), or (None, self)."""
@@ -158,6 +184,9 @@ def _canonical(value: Any) -> Any:
 def canonical_document(spec: RubricSpec, configs: Mapping[str, GraderConfig]) -> dict[str, Any]:
     """Return the spec as JSON-ready data with each grader config validated and filled in."""
     doc = spec.model_dump(mode="json")
+    if doc.get("accepts") is None:
+        # Absent from rubrics written before it existed: their identity stays as it was.
+        doc.pop("accepts", None)
     for name, config in configs.items():
         # Dumped in Python mode first so sets are still sets when they are sorted.
         raw = _canonical(config.model_dump(mode="python"))

@@ -12,13 +12,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, model_validator
 
-from arbiter.graders.types import ViolationType
+from arbiter.graders.types import LANGUAGES, ViolationType
 
 __all__ = [
     "COMPONENT_NAME_PATTERN",
     "RESERVED_NAMES",
     "ROUTE_NAME_PATTERN",
     "TASK_KINDS",
+    "Accepts",
     "ComponentSpec",
     "DriftSpec",
     "GateSpec",
@@ -176,6 +177,28 @@ TASK_KINDS = (
 )
 
 
+class Accepts(_Spec):
+    """Which samples a rubric is written for: others abstain, saying so, instead of scoring.
+
+    A sample's language is its program's: a Python task kind's, a ``stdin_stdout`` or
+    ``test_program`` task's own ``language``, Python for a repository task or a sample
+    without a task; an answer, instructions or a reasoning-gym entry has none.
+    """
+
+    kind: list[Literal[TASK_KINDS]] | None = Field(  # type: ignore[valid-type]
+        default=None, min_length=1, description="Task kinds ('none': a sample without a task)."
+    )
+    language: list[Literal[LANGUAGES]] | None = Field(  # type: ignore[valid-type]
+        default=None, min_length=1, description="Program languages."
+    )
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Accepts:
+        if self.kind is None and self.language is None:
+            raise ValueError("accepts names task kinds, languages or both")
+        return self
+
+
 class RouteMatch(_Spec):
     """Which samples a route takes: by task kind, by data source, or both (all must hold)."""
 
@@ -234,6 +257,15 @@ class RubricSpec(_Spec):
     )
     normalize: Literal["none", "group_z", "group_rank"] = Field(
         default="none", description="Normalize rewards within each group (GRPO-style)."
+    )
+    accepts: Accepts | None = Field(
+        default=None,
+        description=(
+            "The samples this rubric is written for, by task kind and program language "
+            "(all given must hold). Any other sample abstains (abstained_by 'request') with "
+            "a reason naming what the rubric accepts, instead of being scored by graders "
+            "that do not apply to it. Default: every sample."
+        ),
     )
     review: ReviewSpec = Field(default_factory=ReviewSpec)
     drift: DriftSpec = Field(default_factory=DriftSpec)

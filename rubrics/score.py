@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from arbiter.graders.registry import GraderRegistry, default_registry
 from arbiter.graders.runner import GraderJob, run_jobs
-from arbiter.graders.types import Sample
+from arbiter.graders.types import FailureKind, GradeResult, Sample
 from arbiter.rubrics.compose import compose, normalize_rewards
 from arbiter.rubrics.reward import Reward
 from arbiter.rubrics.rubric import Rubric
@@ -74,13 +74,25 @@ async def score_samples(
     # Each sample is graded by its route's rubric (the rubric itself when it has no
     # routes, or when no route takes the sample): its components, gates, penalties.
     routed = [rubric.route_for(sample) for sample in samples]
+    # A sample the rubric is not written for (its `accepts`) is never graded: it
+    # abstains saying so, rather than being scored by graders that do not apply.
+    refusals = [
+        rubric.refusal(sample) if route is None else None
+        for sample, (route, _) in zip(samples, routed, strict=True)
+    ]
     try:
         jobs = [
             job
-            for sample, (_, chosen) in zip(samples, routed, strict=True)
+            for sample, (_, chosen), refused in zip(samples, routed, refusals, strict=True)
+            if refused is None
             for job in build_jobs(chosen, [sample], registry)
         ]
         results = await run_jobs(jobs, deadline=deadline, max_concurrency=max_concurrency)
+        graders = {
+            name: registry.instance(c.grader)
+            for name, c in rubric.components.items()
+            if any(refusals)
+        }
     finally:
         if owned:
             # A registry made for this call must not leave sandbox or process
@@ -88,11 +100,23 @@ async def score_samples(
             registry.close()
     rewards = []
     at = 0
-    for sample, (route, chosen) in zip(samples, routed, strict=True):
+    for sample, (route, chosen), refused in zip(samples, routed, refusals, strict=True):
         names = list(chosen.components)  # build_jobs is sample-major in this order
-        by_component = dict(zip(names, results[at : at + len(names)], strict=True))
-        at += len(names)
-        reward = compose(chosen, by_component, sample_id=sample.id, group_id=sample.group_id)
+        by_component: dict[str, GradeResult]
+        if refused is not None:
+            by_component = {
+                name: graders[name].failed(FailureKind.NOT_APPLICABLE, refused) for name in names
+            }
+        else:
+            by_component = dict(zip(names, results[at : at + len(names)], strict=True))
+            at += len(names)
+        reward = compose(
+            chosen,
+            by_component,
+            sample_id=sample.id,
+            group_id=sample.group_id,
+            refused=refused,
+        )
         rewards.append(reward if route is None else reward.model_copy(update={"route": route}))
     if normalize:
         rewards = normalize_routed(rubric, rewards, samples)

@@ -7,7 +7,14 @@ from starlette.responses import Response
 
 from arbiter.api.deps import Caller, ServiceDep
 from arbiter.api.errors import NotFound
-from arbiter.api.schemas import ErrorBody, RubricCreate, RubricCreated, RubricInfo, RubricText
+from arbiter.api.schemas import (
+    ErrorBody,
+    RubricCaution,
+    RubricCreate,
+    RubricCreated,
+    RubricInfo,
+    RubricText,
+)
 from arbiter.rubrics.catalog import CatalogEntry
 from arbiter.rubrics.errors import RubricNotFoundError
 
@@ -54,5 +61,11 @@ async def get_rubric(sha256: str, service: ServiceDep, caller: Caller) -> dict[s
 async def register_rubric(body: RubricCreate, service: ServiceDep, caller: Caller) -> Response:
     """Register a new rubric version (admin); errors name line and column, as the CLI's do."""
     rubric, created = await service.registration.register(body.yaml, caller)
-    content = RubricCreated(rubric=rubric.identity, created=created).model_dump_json()
+    warnings = [
+        RubricCaution(line=w.line, column=w.column, path=w.path, message=w.message)
+        for w in rubric.warnings
+    ]
+    content = RubricCreated(
+        rubric=rubric.identity, created=created, warnings=warnings
+    ).model_dump_json()
     return Response(content, status_code=201 if created else 200, media_type="application/json")

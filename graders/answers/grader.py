@@ -79,6 +79,7 @@ class AnswerGrader(Grader[AnswerConfig]):
     """Grades a final answer (math, number, choice or text) against the task's gold."""
 
     name: ClassVar[str] = "answer"
+    task_kinds: ClassVar[frozenset[str] | None] = frozenset({"answer"})
     version: ClassVar[str] = "1"
     config_model = AnswerConfig
     description: ClassVar[str] = (

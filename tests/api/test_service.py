@@ -481,6 +481,25 @@ def test_register_list_and_read_rubrics(server: Server) -> None:
         text = admin.get(f"/v1/rubrics/{sha}").json()
         assert text["text"] == NEW_RUBRIC and text["latest"] is True
         assert admin.get(f"/v1/rubrics/{'0' * 64}").status_code == 404
+        assert created.json()["warnings"] == []
+
+
+def test_registering_a_rubric_answers_its_cautions_with_their_lines(server: Server) -> None:
+    text = (
+        "name: heavy\n"
+        "version: 1\n"
+        "components:\n"
+        "  a: {grader: efficiency, weight: 0.7, config: {max_turns: 4}}\n"
+        "  b: {grader: efficiency, weight: 0.5, config: {max_turns: 8}}\n"
+        "clip: [0.0, 1.0]\n"
+    )
+    with server.client("admin") as admin:
+        created = admin.post("/v1/rubrics", json={"yaml": text})
+    assert created.status_code == 201, created.text
+    (warning,) = created.json()["warnings"]
+    assert (warning["line"], warning["path"]) == (3, "components")
+    assert warning["message"].startswith("weights sum to 1.2, not 1")
+    assert "rewards span [0, 1]" in warning["message"]
 
 
 PUBLISHED_RUBRIC = """\
