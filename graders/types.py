@@ -231,8 +231,8 @@ class Message(BaseModel):
 class IOCase(_Frozen):
     """One stdin → expected stdout pair."""
 
-    input: str
-    output: str
+    input: str = Field(description="What the program reads on its standard input.")
+    output: str = Field(description="What it must write to its standard output.")
 
 
 #: The languages a task may be written in (``python`` is the default).
@@ -254,7 +254,14 @@ class TaskSpec(_Frozen):
     """What the unit-test grader needs to check a response."""
 
     kind: Literal["python_function", "pytest", "stdin_stdout", "test_program"]
-    tests: str | list[str] | list[IOCase]
+    tests: str | list[str] | list[IOCase] = Field(
+        description=(
+            "python_function: assert statements (a list), or test code defining check(candidate) "
+            "as HumanEval's; pytest: a test file's text; stdin_stdout: a list of {input, "
+            "output} cases; test_program: the test program's source in the task's language, "
+            "calling the function the prompt declares."
+        )
+    )
     language: Literal["python", "cpp", "java", "go", "rust", "javascript"] = Field(
         default="python",
         description=(
@@ -262,7 +269,10 @@ class TaskSpec(_Frozen):
             "and test_program."
         ),
     )
-    entry_point: str | None = None
+    entry_point: str | None = Field(
+        default=None,
+        description="python_function: the name of the function the tests call (HumanEval's).",
+    )
     classes: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]] | None = Field(
         default=None,
         description=(
@@ -272,7 +282,13 @@ class TaskSpec(_Frozen):
             "names it does not show as a function."
         ),
     )
-    reference: str | None = None
+    reference: str | None = Field(
+        default=None,
+        description=(
+            "A correct solution in the task's language (never shown to the policy): hidden "
+            "cases are derived from it (graders hidden_tests, unit_tests' hidden_cases)."
+        ),
+    )
     input_generator: str | None = Field(
         default=None,
         description=(
@@ -286,7 +302,9 @@ class TaskSpec(_Frozen):
         description="Code that comes before the tests (test_program: Go's package clause and "
         "test imports).",
     )
-    limit_overrides: LimitOverrides | None = None
+    limit_overrides: LimitOverrides | None = Field(
+        default=None, description="The task's own limits, over the grader's and its language's."
+    )
     comparison: Literal["exact", "whitespace", "float"] = Field(
         default="whitespace",
         description="stdin_stdout: how the program's output is compared with the expected one.",
@@ -470,19 +488,48 @@ class Sample(_Frozen):
     """One rollout to grade."""
 
     # As long as the log's columns, and no NUL (PostgreSQL's text cannot hold one).
-    id: Annotated[StrictStr, Field(min_length=1, max_length=512, pattern=r"^[^\x00]*$")]
-    group_id: Annotated[StrictStr, Field(max_length=512, pattern=r"^[^\x00]*$")] | None = None
-    prompt: str | list[Message] = ""
-    response: StrictStr
-    task: Task | None = None
-    #: Where the row came from (verl's ``data_source``, a data set column): a rubric
-    #: with routes may pick a route by it.
+    id: Annotated[StrictStr, Field(min_length=1, max_length=512, pattern=r"^[^\x00]*$")] = Field(
+        description="The rollout's id, echoed in its reward."
+    )
+    group_id: Annotated[StrictStr, Field(max_length=512, pattern=r"^[^\x00]*$")] | None = Field(
+        default=None,
+        description=(
+            "The group it is normalized in (GRPO's completions of one prompt); by default, "
+            "samples with the same prompt."
+        ),
+    )
+    prompt: str | list[Message] = Field(
+        default="",
+        description=(
+            "What the policy was asked: text, or chat messages. For a HumanEval-style task "
+            "(python_function, test_program) the code the completion continues."
+        ),
+    )
+    response: StrictStr = Field(description="The policy's completion, as it wrote it.")
+    task: Task | None = Field(
+        default=None,
+        description="What the response is checked against, told apart by its kind.",
+    )
     data_source: (
         Annotated[StrictStr, Field(min_length=1, max_length=512, pattern=r"^[^\x00]*$")] | None
-    ) = None
-    metrics: Metrics | None = None
-    trajectory: list[Message] | None = None
-    labels: dict[str, Any] | None = None
+    ) = Field(
+        default=None,
+        description=(
+            "Where the row came from (verl's data_source, a data set's column): a rubric "
+            "with routes may pick a route by it."
+        ),
+    )
+    metrics: Metrics | None = Field(
+        default=None, description="What the rollout cost (for the efficiency grader)."
+    )
+    trajectory: list[Message] | None = Field(
+        default=None,
+        description="An agent's turns and tool calls (for the process and violations graders).",
+    )
+    labels: dict[str, Any] | None = Field(
+        default=None,
+        description="Reference labels for audits (a human verdict, a known hack): never graded.",
+    )
 
 
 class GradeResult(_Frozen):
