@@ -47,15 +47,17 @@ def stdin_problems(count: int) -> list[dict[str, Any]]:
         cases, fn = [], None
         for test in row["test_list"]:
             node = ast.parse(test).body[0]
-            call = getattr(getattr(node, "test", None), "left", None)
-            ops = getattr(getattr(node, "test", None), "ops", [None])
+            test_node = getattr(node, "test", None)
+            call = getattr(test_node, "left", None)
+            ops = getattr(test_node, "ops", [None])
+            comparators = getattr(test_node, "comparators", [None])
             if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)):
                 break
             if not isinstance(ops[0], ast.Eq):
                 break
             try:
                 args = [ast.literal_eval(a) for a in call.args]
-                expected = ast.literal_eval(node.test.comparators[0])  # type: ignore[attr-defined]
+                expected = ast.literal_eval(comparators[0])
             except ValueError:
                 break
             fn = call.func.id
