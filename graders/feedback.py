@@ -196,12 +196,17 @@ def feedback(
             out["held_out_failed"] = held_out
             lines.append(f"  and {held_out} held-out tests.")
     harness = details.get("harness_output_tail")
-    if isinstance(harness, str) and harness.strip() and named is None:
-        # What a compiled task's own tests printed (a failed assertion's text): they
-        # are the visible tests, quoted only when none is held out.
-        out["tests_output"] = harness[-TAIL_CHARS:]
-        lines.append("The tests said:")
-        lines.extend(_indented(out["tests_output"]))
+    if isinstance(harness, str) and harness.strip():
+        if named is None:
+            # What a compiled task's own tests printed (a failed assertion's text): they
+            # are the visible tests, quoted only when none is held out.
+            out["tests_output"] = harness[-TAIL_CHARS:]
+            lines.append("The tests said:")
+            lines.extend(_indented(out["tests_output"]))
+        else:
+            # One test program holds every test: what it printed may quote a held-out one.
+            out["tests_output_held_back"] = True
+            lines.append("  (what the tests printed is held back: some of them are held out)")
     stderr = details.get("stderr_tail")
     if isinstance(stderr, str) and stderr.strip():
         out["stderr_tail"] = _stderr_tail(stderr)

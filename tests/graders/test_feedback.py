@@ -10,7 +10,7 @@ import pytest
 
 from arbiter.graders.feedback import feedback
 from arbiter.graders.hidden_cases import HiddenCaseStore
-from arbiter.graders.types import Sample, TaskSpec
+from arbiter.graders.types import RepositoryTask, Sample, TaskSpec
 from arbiter.graders.unit_tests import UnitTestsConfig, UnitTestsGrader
 from tests.graders.languages.conftest import require_toolchain
 
@@ -196,3 +196,66 @@ def test_a_failed_comparison_says_what_it_compared(grader: UnitTestsGrader) -> N
         "got {'a', 'b'}, expected {'c'}: sets differ"
     )
     assert said["assert not f(0)"] == ""  # no comparison to show
+
+
+def test_a_real_repository_gradings_feedback_never_names_its_hidden_tests(
+    grader: UnitTestsGrader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The marker is in the hidden file's path, its test's name, its values and its message."""
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)  # the snapshot is named by a path relative to the checkout
+    hidden = (
+        "from textkit.ranges import expand_ranges\n\n\n"
+        "def test_zq_repo_marker_edge():\n"
+        "    zq_repo_marker = [1, 2, 3, 7]\n"
+        "    assert expand_ranges('1-3,7') == zq_repo_marker, 'zq_repo_marker differs'\n"
+    )
+    task = RepositoryTask(
+        kind="repository",
+        repository="eval_sets/repositories/textkit.tar.gz",
+        tests={"tests/test_zq_repo_marker.py": hidden},
+        fail_to_pass=["tests/test_zq_repo_marker.py::test_zq_repo_marker_edge"],
+        pass_to_pass=["tests/test_ranges.py::test_compress_ranges"],
+    )
+    # A patch that fixes nothing: the hidden test fails, its assertion names the marker.
+    patch = (
+        "diff --git a/textkit/__init__.py b/textkit/__init__.py\n"
+        "--- a/textkit/__init__.py\n+++ b/textkit/__init__.py\n"
+        '@@ -1 +1 @@\n-"""Small text utilities."""\n+"""Small text utilities, in one place."""\n'
+    )
+    result = grader.grade_sync(Sample(id="s", response=patch, task=task), UnitTestsConfig())
+    assert result.score == 0.0, result.details  # the control: the hidden test ran and failed
+    assert result.details["tests"], result.details
+    shown = json.dumps(result.details["feedback"])
+    assert "zq_repo_marker" not in shown and "[1, 2, 3, 7]" not in shown
+    assert result.details["feedback"]["summary"] == (
+        "0/1 fail-to-pass passed, 1/1 pass-to-pass still pass"
+    )
+
+
+def test_a_compiled_programs_held_out_tests_are_counted_never_shown(
+    grader: UnitTestsGrader,
+) -> None:
+    require_toolchain(grader, "cpp")
+    task = TaskSpec(
+        kind="test_program",
+        language="cpp",
+        entry_point="twice",
+        tests=(
+            "#include <cassert>\n#include <string>\n"
+            "int main() {\n"
+            "    assert(twice(2) == 4);\n"
+            '    assert(twice(21) == 42 && std::string("zq_cpp_marker").size() == 13);\n'
+            "}\n"
+        ),
+    )
+    # Right on the first test, wrong on the marked one.
+    wrong = Sample(
+        id="s", prompt="int twice(int x) {\n", response="    return x == 2 ? 4 : x;\n}\n", task=task
+    )
+    every = grader.grade_sync(wrong, UnitTestsConfig()).details["feedback"]
+    assert "zq_cpp_marker" in json.dumps(every)  # the control: shown when every test is visible
+    shown = grader.grade_sync(wrong, UnitTestsConfig(feedback_tests=1)).details["feedback"]
+    assert shown["tests_output_held_back"] is True, shown
+    assert "zq_cpp_marker" not in json.dumps(shown) and "42" not in json.dumps(shown)
+    assert "held back" in shown["summary"]
