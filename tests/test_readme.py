@@ -42,7 +42,7 @@ def test_the_first_screen_says_what_how_and_a_first_reward_before_any_figure() -
     assert text.index("## Two commands") < first_reward
     # No measured figure (seconds, a speed-up) before the first reward is shown.
     head = text[:first_reward]
-    assert not re.search(r"\d+(\.\d+)? ?(s|ms|x|×) ", head), re.findall(
-        r"[^\n]*\d+(?:\.\d+)? ?(?:s|ms|x|×) [^\n]*", head
+    assert not re.search(r"\d+(\.\d+)? ?(s|ms|x|\u00d7) ", head), re.findall(
+        r"[^\n]*\d+(?:\.\d+)? ?(?:s|ms|x|\u00d7) [^\n]*", head
     )
     assert "arbiter score --rubric mixed-rl eval_sets/task-kinds.jsonl" in text[first_reward:]
