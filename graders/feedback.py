@@ -51,6 +51,10 @@ def _first_line(text: str, limit: int = 300) -> str:
     return line[:limit]
 
 
+#: A frame of the candidate's own code, as the trusted side appends it to an error.
+_FRAME = re.compile(r'^  File "solution\.py", line (\d+), in (\S{1,100})$', re.M)
+
+
 def _error(text: str) -> tuple[str, str]:
     """``Type: message`` as (type, first line of the message)."""
     head = _first_line(text)
@@ -159,6 +163,10 @@ def feedback(
                 continue
             kind, text = _error(str(entry.get("error") or ""))
             item: dict[str, Any] = {"id": _test_id(entry, at), "outcome": entry.get("outcome")}
+            frames = _FRAME.findall(str(entry.get("error") or ""))
+            if frames:
+                # The candidate's own frames the error came through, innermost last.
+                item["traceback"] = [f"solution.py, line {n}, in {f}" for n, f in frames][-3:]
             if isinstance(entry.get("source"), str):
                 item["test"] = entry["source"][:300]
             stderr = entry.get("stderr_tail")
@@ -192,6 +200,7 @@ def feedback(
             if parts:
                 what += ": " + ": ".join(parts)
             lines.append(what)
+            lines.extend(f"      at {frame}" for frame in item.get("traceback", ()))
         if held_out:
             out["held_out_failed"] = held_out
             lines.append(f"  and {held_out} held-out tests.")
@@ -207,8 +216,15 @@ def feedback(
             # One test program holds every test: what it printed may quote a held-out one.
             out["tests_output_held_back"] = True
             lines.append("  (what the tests printed is held back: some of them are held out)")
+    # What the program printed over the whole run: it may quote a held-out test's
+    # arguments, so it is shown only when every test may be.
+    stdout = details.get("stdout_tail")
+    if named is None and isinstance(stdout, str) and stdout.strip() and (failing or message):
+        out["stdout_tail"] = stdout[-TAIL_CHARS:]
+        lines.append("stdout:")
+        lines.extend(_indented(out["stdout_tail"]))
     stderr = details.get("stderr_tail")
-    if isinstance(stderr, str) and stderr.strip():
+    if named is None and isinstance(stderr, str) and stderr.strip():
         out["stderr_tail"] = _stderr_tail(stderr)
         lines.append("stderr:")
         lines.extend(_indented(out["stderr_tail"]))

@@ -1239,6 +1239,13 @@ class UnitTestsGrader(Grader[UnitTestsConfig]):
             "verdict": "trusted",
             "sandbox": _report_details(report),
         }
+        if report is not None and not any(o.line < 0 for o in checks.outcomes):
+            # What the candidate printed, for its feedback: only from a run that met no
+            # hidden case, whose arguments its prints could otherwise carry.
+            for key, stream in (("stdout_tail", report.stdout), ("stderr_tail", report.stderr)):
+                text = stream.decode("utf-8", errors="replace")
+                if text.strip():
+                    details[key] = text[-1000:]
         if load_error is not None:
             reason, message = load_error
             details.update(passed=0, total=plan.units, load_error=message)

@@ -99,6 +99,12 @@ MAX_DOC = 4000
 
 _MRO = type.__dict__["__mro__"]
 _NAME = type.__dict__["__name__"]
+#: The exception's own traceback, read past any ``__traceback__`` a subclass defines.
+_TRACEBACK = BaseException.__dict__["__traceback__"]
+#: The name the candidate's code is compiled under (``_template._compiled``).
+_SOLUTION = "solution.py"
+#: At most this many of the candidate's frames cross, the innermost kept.
+MAX_FRAMES = 5
 
 
 class _Probe:
@@ -192,7 +198,29 @@ def _error(e: BaseException, declared: dict[type, str]) -> dict[str, Any]:
         "message": _text(e),
         "builtin": builtin,
         "declared": mine,
+        "where": _frames(e),
     }
+
+
+def _frames(e: BaseException) -> list[list[Any]]:
+    """The candidate's own frames the exception passed through: [line, function], innermost last.
+
+    Plain data for its feedback (where its code failed); the trusted side reads
+    them as numbers and names, nothing more.
+    """
+    out: list[list[Any]] = []
+    try:
+        tb = _TRACEBACK.__get__(e)
+        for _ in range(1000):
+            if type(tb) is not types.TracebackType:
+                break
+            code = tb.tb_frame.f_code
+            if code.co_filename == _SOLUTION:
+                out.append([int(tb.tb_lineno), str.__str__(code.co_name)[:100]])
+            tb = tb.tb_next
+    except BaseException:
+        return []
+    return out[-MAX_FRAMES:]
 
 
 def _uncrossable(e: BaseException) -> dict[str, Any]:

@@ -101,14 +101,21 @@ def _compiled(code: str) -> types.CodeType:
 
 
 def _serve_function(code: str, declared: list[str], chan: socket.socket) -> int:
-    """Load the candidate module and answer calls until the trusted side hangs up."""
+    """Load the candidate module and answer calls until the trusted side hangs up.
+
+    What the candidate printed is flushed before each frame goes out: the run is
+    ended when the tests are done, and output still in a buffer then would never
+    reach its feedback.
+    """
     namespace = _module("__candidate__")
     try:
         exec(_compiled(code), namespace)
     except BaseException as e:
+        _flush_output()
         send_frame(chan, _remote.load_failure(e))
         return 1
     session = _remote.Session(namespace, declared)
+    _flush_output()
     send_frame(chan, session.ready())
     requests = FrameReader(chan, max_bytes=CONTROL_MAX_BYTES)
     while True:
@@ -116,7 +123,21 @@ def _serve_function(code: str, declared: list[str], chan: socket.socket) -> int:
             request = requests.recv()
         except EOFError:
             return 0
-        send_frame(chan, session.reply(request))
+        reply = session.reply(request)
+        _flush_output()
+        send_frame(chan, reply)
+
+
+#: The run's own output streams and their flush, taken before the candidate's code
+#: runs (its code may rebind ``sys.stdout`` or a stream's ``flush``: its output only).
+_STREAMS = (sys.stdout, sys.stderr)
+_FLUSH = type(sys.stdout).flush
+
+
+def _flush_output() -> None:
+    for stream in _STREAMS:
+        with contextlib.suppress(BaseException):
+            _FLUSH(stream)
 
 
 def _run_script(code: str) -> int:

@@ -640,8 +640,10 @@ def _run_statement(stmt: Statement, namespace: dict[str, object], channel: Chann
     except CandidateError as e:
         # Before AssertionError: the candidate's own AssertionError is its error.
         limit = e.builtin == "MemoryError"  # RLIMIT_AS: the run hit its memory limit
-        text = f"{e.type_name}: {e.message}"
-        outcome, error = ("memory_limit" if limit else "runtime_error"), text[:500]
+        text = f"{e.type_name}: {e.message}"[:500]
+        # Where in its own code it raised: the traceback's tail, its frames only.
+        text += "".join(f'\n  File "solution.py", line {n}, in {name}' for n, name in e.frames)
+        outcome, error = ("memory_limit" if limit else "runtime_error"), text
     except AssertionError as e:
         said = _compared(stmt, namespace)
         outcome, error = (

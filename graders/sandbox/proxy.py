@@ -70,6 +70,7 @@ comparison) holds only while they are read together.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import secrets
 import select
 import socket
@@ -118,6 +119,8 @@ class CandidateError(Exception):
     """
 
     builtin: str = "Exception"
+    #: The candidate's own frames it was raised through: (line, function), innermost last.
+    frames: tuple[tuple[int, str], ...] = ()
 
     def __init__(self, type_name: str, message: str, builtin: str = "Exception") -> None:
         super().__init__(f"{type_name}: {message}")
@@ -147,6 +150,23 @@ def _init_candidate(
     self: CandidateError, type_name: str, message: str, builtin: str = "Exception"
 ) -> None:
     CandidateError.__init__(self, type_name, message, builtin)
+
+
+def _frames(where: Any) -> tuple[tuple[int, str], ...]:
+    """Read a reply's frames (the candidate's data) as (line, function) pairs, or none."""
+    if type(where) is not list:
+        return ()
+    out = []
+    for frame in where[:5]:
+        if (
+            type(frame) is list
+            and len(frame) == 2
+            and type(frame[0]) is int
+            and 0 < frame[0] < 10**7
+            and type(frame[1]) is str
+        ):
+            out.append((frame[0], frame[1][:100]))
+    return tuple(out)
 
 
 def _rebuilt(cls: type[Any], type_name: str, message: str, builtin: str) -> Any:
@@ -708,13 +728,18 @@ class Channel:
             self.events.append("uncrossable_result")
             return Uncrossable(message)
         builtin, declared = error.get("builtin"), error.get("declared")
-        return self._raised(
+        raised = self._raised(
             builtin if type(builtin) is str else "",
             declared if type(declared) is str else None,
             type_name,
             message,
             what,
         )
+        frames = _frames(error.get("where"))
+        if frames and isinstance(raised, CandidateError):
+            with contextlib.suppress(Exception):
+                raised.frames = frames
+        return raised
 
     def _copy_back(self, after: Any, sharing: codec.Sharing) -> None:
         """Give the test's argument containers the contents the call left in them."""

@@ -259,3 +259,45 @@ def test_a_compiled_programs_held_out_tests_are_counted_never_shown(
     assert shown["tests_output_held_back"] is True, shown
     assert "zq_cpp_marker" not in json.dumps(shown) and "42" not in json.dumps(shown)
     assert "held back" in shown["summary"]
+
+
+HELPER_RAISES = (
+    "def helper(x):\n"
+    "    if x < 0:\n"
+    "        raise ValueError('negative: ' + str(x))\n"
+    "    return x\n"
+    "\n"
+    "def f(x):\n"
+    "    print('zq_printed', x)\n"
+    "    return helper(x) * 2\n"
+)
+
+
+def test_an_error_names_the_candidates_own_frames_and_what_it_printed(
+    grader: UnitTestsGrader,
+) -> None:
+    task = TaskSpec(kind="python_function", entry_point="f", tests=["assert f(1) == 2", TESTS[2]])
+    given = _grade(grader, HELPER_RAISES, task).details["feedback"]
+    [failed] = given["tests"]
+    assert failed["error_type"] == "ValueError" and failed["message"] == "negative: -1"
+    assert failed["traceback"] == ["solution.py, line 8, in f", "solution.py, line 3, in helper"]
+    assert "      at solution.py, line 3, in helper" in given["summary"]
+    assert given.get("stdout_tail") == "zq_printed 1\nzq_printed -1\n", given
+    assert "stdout:\n    zq_printed 1" in given["summary"]
+    # Nothing of the sandbox's own frames (the template, the channel) crosses.
+    assert "_remote" not in json.dumps(given) and "_template" not in json.dumps(given)
+
+
+def test_what_the_candidate_printed_is_held_back_when_a_test_is(grader: UnitTestsGrader) -> None:
+    # Its prints could carry a held-out test's arguments, or a hidden case's.
+    tests = ["assert f(1) == 2", TESTS[2], "assert f(-7) == -14  # zq_held_out_marker"]
+    task = TaskSpec(kind="python_function", entry_point="f", tests=tests)
+    held = _grade(grader, HELPER_RAISES, task, feedback_tests=2).details["feedback"]
+    assert held["held_out_failed"] == 1
+    assert "zq_printed" not in json.dumps(held) and "-7" not in json.dumps(held)
+    reference = "def f(x):\n    return 2 * x\n"
+    hidden = TaskSpec(kind="python_function", entry_point="f", tests=tests[:2], reference=reference)
+    result = _grade(grader, HELPER_RAISES, hidden, hidden_cases=True)
+    assert result.details["hidden"]["total"] > 0  # the control: hidden cases ran in this run
+    assert "stdout_tail" not in result.details
+    assert "zq_printed" not in json.dumps(result.details["feedback"])
