@@ -4,6 +4,12 @@ Each logged request is re-scored as one batch, so group normalization sees the
 same groups it saw the first time. Samples logged as hashes only (the store's
 ``hash`` setting) cannot be replayed and are counted as skipped.
 
+A rollout logged with its trajectory is replayed turn by turn as well
+(:func:`replay_turns`): each test run it made (a ``run_tests`` call with its
+code) is graded again under the rubric's tests, and the feedback it gets now is
+set beside the feedback the policy read then, so a replay shows how each turn's
+feedback was made, and whether it still would be.
+
 Every moved item names the rules that moved it (:func:`explain_move`): a
 component whose score or weight changed, a gate that began or stopped applying,
 a penalty added, removed or resized, an abstention. Where reviewers labelled
@@ -13,6 +19,7 @@ before and after the edit, on the same labelled items.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -23,12 +30,12 @@ import orjson
 from scipy.stats import spearmanr  # type: ignore[import-untyped]
 
 from arbiter.graders.registry import GraderRegistry
-from arbiter.graders.types import Sample
+from arbiter.graders.types import Sample, TaskSpec
 from arbiter.monitoring.agreement import MIN_LABELS, agreement_report, labelled_pair, pass_threshold
 from arbiter.rubrics.rubric import Rubric
 from arbiter.rubrics.score import score_samples
 
-__all__ = ["agreement_change", "explain_move", "replay", "summarize_replay"]
+__all__ = ["agreement_change", "explain_move", "replay", "replay_turns", "summarize_replay"]
 
 EPSILON = 1e-12
 
@@ -57,12 +64,84 @@ async def replay(
         if samples:
             news = await score_samples(rubric, samples, registry=registry)
             kept = [row for row in batch if row["sample"] is not None]
-            for row, old, new in zip(kept, olds, news, strict=True):
-                pairs.append(
-                    {"reward_id": row["id"], "old": old, "new": new.model_dump(mode="json")}
-                )
+            for row, sample, old, new in zip(kept, samples, olds, news, strict=True):
+                pair = {"reward_id": row["id"], "old": old, "new": new.model_dump(mode="json")}
+                turns = await replay_turns(sample, rubric, registry)
+                if turns:
+                    pair["turns"] = turns
+                pairs.append(pair)
         advance(len(batch))
     return pairs, skipped
+
+
+#: The tools whose calls are test runs of the code in their ``code`` argument.
+TEST_TOOLS = frozenset({"run_tests", "pytest", "test"})
+
+
+async def replay_turns(
+    sample: Sample, rubric: Rubric, registry: GraderRegistry
+) -> list[dict[str, Any]]:
+    """Grade each test run of a logged rollout again; set its feedback beside the logged one.
+
+    A test run is an assistant's call of a tool in :data:`TEST_TOOLS` whose
+    arguments carry ``code``; the tool's result is the feedback the policy read.
+    Each run's code is graded under the rubric's first ``unit_tests`` component
+    (the route's, for a routed sample), against the sample's task. Returns one
+    entry per run: its turn, the call's id, both summaries and whether they agree.
+    """
+    if not sample.trajectory or not isinstance(sample.task, TaskSpec):
+        return []
+    _, chosen = rubric.route_for(sample)
+    component = next((c for c in chosen.components.values() if c.grader == "unit_tests"), None)
+    if component is None:
+        return []
+    results: dict[str, str] = {}
+    for message in sample.trajectory:
+        if message.role == "tool" and message.tool_call_id and isinstance(message.content, str):
+            results.setdefault(message.tool_call_id, message.content)
+    grader = registry.instance("unit_tests")
+    fence = "python" if sample.task.language == "python" else sample.task.language
+    turns: list[dict[str, Any]] = []
+    for message in sample.trajectory:
+        calls = message.tool_calls if message.role == "assistant" and message.tool_calls else []
+        for call in calls:
+            code = _code_of(call.function.get("name"), call.function.get("arguments"))
+            if code is None:
+                continue
+            attempt = sample.model_copy(
+                update={
+                    "id": f"{sample.id}#{len(turns) + 1}",
+                    "response": code if "```" in code else f"```{fence}\n{code}\n```",
+                    "trajectory": None,
+                }
+            )
+            result = await grader.grade(attempt, component.config)
+            given = result.details.get("feedback") if isinstance(result.details, dict) else None
+            now = given.get("summary") if isinstance(given, dict) else None
+            logged = results.get(call.id or "")
+            turns.append(
+                {
+                    "turn": len(turns) + 1,
+                    "call": call.id,
+                    "score": result.score,
+                    "logged": logged,
+                    "replayed": now,
+                    "same": logged is not None and logged == now,
+                }
+            )
+    return turns
+
+
+def _code_of(name: Any, arguments: Any) -> str | None:
+    """The code a test run's call carries, or None when the call is no such run."""
+    if name not in TEST_TOOLS or not isinstance(arguments, str) or not arguments:
+        return None
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return None
+    code = parsed.get("code") if isinstance(parsed, dict) else None
+    return code if isinstance(code, str) and code.strip() else None
 
 
 def _rule_kind(rule: str) -> str:
@@ -295,4 +374,22 @@ def summarize_replay(
         "moved_by_rule": dict(by_rule.most_common()),
         "moved": moved[:top],
         "all_deltas": deltas,
+        "turns": _turns_summary(pairs, top),
+    }
+
+
+def _turns_summary(pairs: Sequence[dict[str, Any]], top: int) -> dict[str, Any]:
+    """Count the rollouts replayed turn by turn, their test runs, and those whose feedback moved."""
+    rollouts = [p for p in pairs if p.get("turns")]
+    turns = [(p["old"]["id"], t) for p in rollouts for t in p["turns"]]
+    differ = [
+        {"sample_id": sid, **{k: t[k] for k in ("turn", "logged", "replayed")}}
+        for sid, t in turns
+        if not t["same"]
+    ]
+    return {
+        "rollouts": len(rollouts),
+        "runs": len(turns),
+        "same": len(turns) - len(differ),
+        "differ": differ[:top],
     }

@@ -262,8 +262,32 @@ def replay_tables(summary: dict[str, Any], title: str) -> list[Table]:
                 "; ".join(item["rules"]),
             )
         tables.append(moved)
+    turns = summary.get("turns") or {}
+    if turns.get("rollouts"):
+        # A rollout's test runs graded again: the feedback each turn read, made anew.
+        runs = Table(
+            title=(
+                f"turn by turn: {turns['rollouts']} rollout(s), {turns['runs']} test run(s), "
+                f"{turns['same']} with the feedback they read then"
+            ),
+            title_justify="left",
+        )
+        for column in ("sample", "turn", "feedback then", "feedback now"):
+            runs.add_column(column, overflow="fold")
+        for item in turns["differ"]:
+            runs.add_row(
+                item["sample_id"],
+                str(item["turn"]),
+                _first_line(item["logged"]),
+                _first_line(item["replayed"]),
+            )
+        tables.append(runs)
     tables.append(agreement_table(summary["agreement"]))
     return tables
+
+
+def _first_line(text: str | None) -> str:
+    return "—" if not text else text.splitlines()[0][:120]
 
 
 def agreement_table(change: dict[str, Any]) -> Table:

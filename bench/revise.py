@@ -19,7 +19,8 @@ tasks:
 It prints the fix rate (tasks failing turn 1 that pass turn 2), the mean reward
 at each turn and of the rollouts, how many rollouts the process grader saw
 converge, then replays the logged rollouts (``arbiter replay``) under the same
-rubric: nothing may move.
+rubric: nothing may move, and each turn's test run, graded again, gets the very
+feedback the policy read.
 """
 
 from __future__ import annotations
@@ -175,6 +176,11 @@ def main() -> None:
         kept = ("replayed", "changed", "abstention_changes", "max_abs_delta")
         moved = {k: summary.get(k) for k in kept}
         print(f"replay of the logged rollouts (rc {replay.returncode}): {moved}")
+        turns = summary.get("turns") or {}
+        print(
+            f"turn by turn: {turns.get('rollouts')} rollouts, {turns.get('runs')} test runs, "
+            f"{turns.get('same')} with the feedback the policy read"
+        )
 
 
 if __name__ == "__main__":
