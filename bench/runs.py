@@ -20,6 +20,7 @@ import argparse
 import ast
 import asyncio
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -69,6 +70,99 @@ def stdin_problems(count: int) -> list[dict[str, Any]]:
         if len(out) == count:
             break
     return out
+
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+#: What each rewritten HumanEvalPack case prints when its assertion holds, and when not.
+HOLDS, FAILS = "ok\n", "wrong\n"
+
+
+def humanevalpack_stdin_problems(
+    language: str, count: int, solution: str = "canonical_solution"
+) -> list[dict[str, Any]]:
+    """HumanEvalPack tasks (``python`` or ``cpp``) rewritten as stdin programs.
+
+    Each assertion of a task's tests becomes a case: the program reads the
+    case's number on stdin and prints ``ok`` when that assertion holds of its
+    function, ``wrong`` when not (an exception is the program's runtime error).
+    Tasks whose tests are anything but assertions are left out. ``solution``
+    picks the task's ``canonical_solution`` or its ``buggy_solution``.
+    """
+    name = {"python": "humanevalpack_python.jsonl", "cpp": "humanevalpack_cpp.jsonl"}[language]
+    out = []
+    for line in (SHARED / name).read_text().splitlines():
+        row = json.loads(line)
+        rewrite = _python_cases if language == "python" else _cpp_cases
+        made = rewrite(row, row[solution])
+        if made is not None:
+            program, total = made
+            cases = [(f"{k}\n", HOLDS) for k in range(total)]
+            out.append({"id": row["task_id"], "program": program, "cases": cases})
+        if len(out) == count:
+            break
+    return out
+
+
+def _python_cases(row: dict[str, Any], body: str) -> tuple[str, int] | None:
+    """The program and its number of cases, or None when ``check`` is not all assertions."""
+    tree = ast.parse(row["test"])
+    defined = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    check = next((n for n in defined if n.name == "check"), None)
+    if check is None or len(check.args.args) != 1:
+        return None
+    asserts = [s for s in check.body if isinstance(s, ast.Assert)]
+    others = [
+        s
+        for s in check.body
+        if not isinstance(s, ast.Assert)
+        and not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))
+    ]
+    if others or not asserts:
+        return None
+    helpers = [
+        ast.unparse(n)
+        for n in tree.body
+        if n is not check and not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Call))
+    ]
+    cases = ",\n    ".join(f"lambda: ({ast.unparse(a.test)})" for a in asserts)
+    program = (
+        f"{row['prompt']}{body}\n\n"
+        + "\n".join(helpers)
+        + f"\n{check.args.args[0].arg} = {row['entry_point']}\n"
+        + f"_arbiter_cases = [\n    {cases},\n]\n"
+        + "import sys as _arbiter_sys\n"
+        + "print('ok' if _arbiter_cases[int(_arbiter_sys.stdin.read())]() else 'wrong')\n"
+    )
+    return program, len(asserts)
+
+
+def _cpp_cases(row: dict[str, Any], body: str) -> tuple[str, int] | None:
+    """The program and its number of cases, or None when ``main`` is not all assertions."""
+    test = row["test"]
+    at = test.find("int main")
+    if at < 0:
+        return None
+    helpers = test[:at]
+    inside = test[test.index("{", at) + 1 : test.rindex("}")]
+    statements = [s.strip() for s in inside.split(";") if s.strip()]
+    conditions = []
+    for statement in statements:
+        match = re.fullmatch(r"assert\s*\((.*)\)", statement, re.S)
+        if match is None:
+            return None
+        conditions.append(match.group(1))
+    if not conditions:
+        return None
+    cases = "".join(
+        f'        case {k}: std::cout << (({c}) ? "ok" : "wrong") << "\\n"; break;\n'
+        for k, c in enumerate(conditions)
+    )
+    program = (
+        f"{row['declaration']}{body}\n{helpers}\n#include <iostream>\n"
+        "int main() {\n    int k = -1;\n    std::cin >> k;\n    switch (k) {\n"
+        f"{cases}    }}\n}}\n"
+    )
+    return program, len(conditions)
 
 
 def per_case(url: str, key: str, problems: list[dict[str, Any]]) -> tuple[float, list[bool]]:

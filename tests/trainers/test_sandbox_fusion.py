@@ -4,8 +4,9 @@
 and reads SandboxFusion's answer; pointed at Arbiter's URL (the key as the
 URL's password: verl sends no header of its own), it grades through Arbiter's
 sandbox. MBPP's functions are rewritten as stdin programs (the arguments on
-stdin, the answer's ``repr`` on stdout), and what verl scores is compared with
-``arbiter score`` of the same problems as ``stdin_stdout`` tasks.
+stdin, the answer's ``repr`` on stdout), HumanEvalPack's Python and C++ tasks as
+programs that check one of their assertions per case, and what verl scores is
+compared with ``arbiter score`` of the same problems as ``stdin_stdout`` tasks.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from verl.utils.reward_score import sandbox_fusion
 from verl.utils.reward_score.sandbox_fusion.utils import check_correctness
 
-from bench.runs import stdin_problems
+from bench.runs import humanevalpack_stdin_problems, stdin_problems
 from tests.trainers.conftest import LiveServer, server_run
 
 
@@ -59,6 +60,11 @@ def test_verls_sandbox_fusion_reward_grades_through_arbiter(live: LiveServer, tm
         }
         for p in problems
     ]
+    assert _arbiter_scores(tmp_path, rows) == verl_scores
+
+
+def _arbiter_scores(tmp_path: Path, rows: list[dict[str, Any]]) -> list[float]:
+    """``arbiter score`` of stdin_stdout rows under a tests-only rubric: each one's tests score."""
     source, out = tmp_path / "stdin.jsonl", tmp_path / "rewards.jsonl"
     source.write_text("".join(json.dumps(r) + "\n" for r in rows))
     rubric = tmp_path / "tests.yaml"
@@ -67,10 +73,49 @@ def test_verls_sandbox_fusion_reward_grades_through_arbiter(live: LiveServer, tm
         "    weight: 1.0\n    config: {timeout_s: 10}\n"
     )
     server_run("score", "--rubric", str(rubric), str(source), "-o", str(out))
-    ours = [
+    return [
         json.loads(line)["components"]["tests"]["score"] for line in out.read_text().splitlines()
     ]
-    assert ours == verl_scores
+
+
+def test_verl_grades_humanevalpack_rewritten_as_stdin_programs_in_python_and_cpp(
+    live: LiveServer, tmp_path: Path
+) -> None:
+    semaphore = threading.Semaphore(8)
+    rows, verl_scores = [], []
+    for language, count in (("python", 60), ("cpp", 12)):
+        right = humanevalpack_stdin_problems(language, count)
+        wrong = humanevalpack_stdin_problems(language, count, "buggy_solution")
+        assert [p["id"] for p in right] == [p["id"] for p in wrong]
+        scores = []
+        for p in right + wrong:
+            cases = {"inputs": [c[0] for c in p["cases"]], "outputs": [c[1] for c in p["cases"]]}
+            fenced = f"```{language}\n{p['program']}\n```"
+            if language == "python":
+                score, _ = sandbox_fusion.compute_score(_url(live), semaphore, 512, fenced, cases)
+            else:
+                # compute_score runs Python alone; verl's own per-case call takes a language.
+                results, _ = check_correctness(
+                    _url(live), cases, p["program"], timeout=10, language=language
+                )
+                score = sum(r is True for r in results) / len(results)
+            scores.append(score)
+            rows.append(
+                {
+                    "id": f"{p['id']}/{len(rows)}",
+                    "response": fenced,
+                    "task": {
+                        "kind": "stdin_stdout",
+                        "language": language,
+                        "tests": [{"input": i, "output": o} for i, o in p["cases"]],
+                    },
+                }
+            )
+        # HumanEvalPack's canonical solutions pass every assertion; its buggy ones fail one.
+        assert scores[:count] == [1.0] * count, (language, scores[:count])
+        assert all(s < 1.0 for s in scores[count:]), (language, scores[count:])
+        verl_scores += scores
+    assert _arbiter_scores(tmp_path, rows) == verl_scores
 
 
 CPP_SUM = "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; std::cout << a + b; }\n"
