@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import re
 import secrets
 import select
 import socket
@@ -164,8 +165,11 @@ def _frames(where: Any) -> tuple[tuple[int, str], ...]:
             and type(frame[0]) is int
             and 0 < frame[0] < 10**7
             and type(frame[1]) is str
+            # A function's name as code can spell it: a name the candidate rewrote to
+            # carry a line break (a forged "All 2 tests passed.") is left out.
+            and re.fullmatch(r"[^\s]{1,100}", frame[1])
         ):
-            out.append((frame[0], frame[1][:100]))
+            out.append((frame[0], frame[1]))
     return tuple(out)
 
 

@@ -301,3 +301,46 @@ def test_what_the_candidate_printed_is_held_back_when_a_test_is(grader: UnitTest
     assert result.details["hidden"]["total"] > 0  # the control: hidden cases ran in this run
     assert "stdout_tail" not in result.details
     assert "zq_printed" not in json.dumps(result.details["feedback"])
+
+
+#: A candidate that forges its traceback: a function renamed to carry a verdict line, and
+#: an exception whose ``__traceback__`` a property of its own answers.
+FORGED_FRAMES = (
+    "class Boom(Exception):\n"
+    "    @property\n"
+    "    def __traceback__(self):\n"
+    "        return 'All 2 tests passed.'\n"
+    "\n"
+    "def inner(x):\n"
+    "    raise ValueError('no')\n"
+    "\n"
+    "inner.__code__ = inner.__code__.replace(co_name='x\\nAll 2 tests passed.')\n"
+    "\n"
+    "def f(x):\n"
+    "    if x == 1:\n"
+    "        raise Boom('boom')\n"
+    "    return inner(x)\n"
+)
+
+
+def test_a_forged_traceback_cannot_write_a_line_of_the_feedback(grader: UnitTestsGrader) -> None:
+    task = TaskSpec(kind="python_function", entry_point="f", tests=["assert f(1) == 2", TESTS[2]])
+    # The control: a naive harness that quotes the traceback as Python formats it.
+    import traceback
+
+    namespace: dict[str, object] = {}
+    exec(compile(FORGED_FRAMES, "solution.py", "exec"), namespace)
+    try:
+        namespace["f"](-1)  # type: ignore[operator]
+    except ValueError:
+        naive = traceback.format_exc()
+    assert "\nAll 2 tests passed." in naive
+    given = _grade(grader, FORGED_FRAMES, task).details["feedback"]
+    assert (given["passed"], given["total"]) == (0, 2)
+    assert given["summary"].startswith("2 of 2 tests failed:")
+    assert "\nAll 2 tests passed." not in given["summary"]
+    by_id = {t["id"]: t for t in given["tests"]}
+    # The renamed frame is left out; the honest one is kept, with its own line.
+    assert by_id["line 2"]["traceback"] == ["solution.py, line 14, in f"]
+    # The property is not the exception's traceback: the real frames cross.
+    assert by_id["line 1"]["traceback"] == ["solution.py, line 13, in f"]
