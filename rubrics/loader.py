@@ -319,8 +319,13 @@ def build_rubric(
     source: str = "<rubric>",
     registry: GraderRegistry | None = None,
     positions: Positions | None = None,
+    cautions: bool = True,
 ) -> Rubric:
-    """Validate an already-parsed rubric document (YAML or JSON) and compile it."""
+    """Validate an already-parsed rubric document (YAML or JSON) and compile it.
+
+    ``cautions``: find what validation notices without refusing (a route's own build
+    leaves them to its rubric's, which knows which samples the route takes).
+    """
     registry = registry or default_registry()
     report = _Report(source, positions or Positions(), data)
     if not isinstance(data, dict):
@@ -379,12 +384,14 @@ def build_rubric(
         source=source,
         routes=tuple(routes),
     )
-    cautions = []
+    if not cautions:
+        return rubric
+    shown: list[RubricIssue] = []
     for path, message in rubric_cautions(rubric, registry):
         # A caution points at its key (the components, a config key), a gate's at its condition.
         line, col = report.positions.locate(path, key=path[-1] != "when")
-        cautions.append(RubricIssue(source, line, col, _dotted(path), message))
-    return dataclasses.replace(rubric, warnings=tuple(cautions)) if cautions else rubric
+        shown.append(RubricIssue(source, line, col, _dotted(path), message))
+    return dataclasses.replace(rubric, warnings=tuple(shown)) if shown else rubric
 
 
 #: What a route body shares with a rubric file (its ``when`` and ``description`` are its own).
@@ -419,7 +426,9 @@ def _build_routes(
             quoted={p[2:] for p in positions.quoted if p[:2] == prefix},
         )
         try:
-            rubric = build_rubric(sub, source=source, registry=registry, positions=inner)
+            rubric = build_rubric(
+                sub, source=source, registry=registry, positions=inner, cautions=False
+            )
         except RubricError as e:
             for issue in e.issues:
                 path = f"routes.{route_name}" + (f".{issue.path}" if issue.path else "")
