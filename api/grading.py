@@ -500,7 +500,7 @@ class GradingPipeline:
         After the commit, so only acknowledged rewards are queued; a no-op for
         rubrics that sample nothing, and it never fails the batch.
         """
-        self.metrics.observe_batch(batch.rubric, rewards)
+        self.metrics.observe_batch(batch.rubric, rewards, batch.samples)
         await self.review_sampler.offer(batch.rubric, request_id, rewards)
 
     async def _write(self, write: Callable[..., None], **kwargs: Any) -> None:

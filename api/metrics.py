@@ -19,6 +19,8 @@ from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample as PromSample
 from prometheus_client.utils import floatToGoString
 
+from arbiter.graders.types import Sample, TaskSpec
+
 if TYPE_CHECKING:
     from arbiter.api.admission import Admission
     from arbiter.reward_models.usage import ModelUsage
@@ -277,6 +279,20 @@ class Metrics:
         self.abstentions = Counter(
             "arbiter_abstentions_total", "Rewards the rubric abstained on.", ["rubric"], registry=r
         )
+        self.canaries = Counter(
+            "arbiter_canaries_graded_total",
+            "Canary samples graded (a task with a canary marker: one test made impossible), "
+            "by rubric.",
+            ["rubric"],
+            registry=r,
+        )
+        self.canary_passes = Counter(
+            "arbiter_canary_passes_total",
+            "Canary samples whose impossible tests passed (rewards flagged hack:canary), "
+            "by rubric.",
+            ["rubric"],
+            registry=r,
+        )
         self.components = BatchHistogram(
             "arbiter_component_score",
             "Component scores by rubric and component.",
@@ -336,9 +352,22 @@ class Metrics:
             for state in ("open", "leased", "done"):
                 self.review_queue.labels(rubric=rubric, state=state).set(counts[state])
 
-    def observe_batch(self, rubric: Rubric, rewards: Sequence[Reward]) -> None:
-        """Count a graded batch: rewards, abstentions, component scores, grader latencies."""
+    def observe_batch(
+        self, rubric: Rubric, rewards: Sequence[Reward], samples: Sequence[Sample] = ()
+    ) -> None:
+        """Count a graded batch: rewards, abstentions, component scores, grader latencies.
+
+        With the batch's ``samples``, also its canaries and the canaries that passed.
+        """
         self.samples.labels(rubric=rubric.name).inc(len(rewards))
+        canaries = sum(isinstance(s.task, TaskSpec) and s.task.canary is not None for s in samples)
+        if canaries:
+            self.canaries.labels(rubric=rubric.name).inc(canaries)
+            # Exported at 0 with the first canary: "none passed" is a reading too.
+            self.canary_passes.labels(rubric=rubric.name)
+        passes = sum("hack:canary" in r.flags for r in rewards)
+        if passes:
+            self.canary_passes.labels(rubric=rubric.name).inc(passes)
         values = [r.reward for r in rewards if r.reward is not None]
         self.rewards.observe((rubric.name,), values)
         if len(values) < len(rewards):

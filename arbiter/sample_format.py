@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from arbiter.graders.types import (
     AnswerTask,
+    CanaryMarker,
     InstructionsTask,
     IOCase,
     LimitOverrides,
@@ -118,7 +119,7 @@ def render() -> str:
         for example_id in ids:
             lines += ["", "```json", json.dumps(rows[example_id], ensure_ascii=False), "```"]
     lines += ["", "## Nested objects", ""]
-    for model in (IOCase, LimitOverrides, Metrics, Message):
+    for model in (IOCase, LimitOverrides, CanaryMarker, Metrics, Message):
         lines += [f"### `{model.__name__}`", "", _doc(model), "", *_table(model), ""]
     return "\n".join(lines).rstrip() + "\n"
 

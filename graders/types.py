@@ -27,6 +27,7 @@ __all__ = [
     "REQUEST_FAILURES",
     "TASK_FAILURES",
     "AnswerTask",
+    "CanaryMarker",
     "Failure",
     "FailureKind",
     "FailureOwner",
@@ -186,6 +187,9 @@ class ViolationType(StrEnum):
     #: Text written for the judge that grades the response: its verdict tag, its markers,
     #: words to the grader, a demand for a grade, a chat template's role markers.
     JUDGE_INJECTION = "judge_injection"
+    #: A canary task's impossible test passed (the task's ``canary`` marker): the
+    #: expected value flipped there is one no correct solution returns.
+    CANARY = "canary"
 
 
 class Failure(_Frozen):
@@ -203,7 +207,7 @@ class Violation(_Frozen):
     detail: str = ""
     line: int | None = None
     snippet: str | None = None
-    source: Literal["static", "sandbox", "trajectory"] = "static"
+    source: Literal["static", "sandbox", "trajectory", "canary"] = "static"
 
 
 class ToolCall(BaseModel):
@@ -248,6 +252,28 @@ class LimitOverrides(_Frozen):
     max_output_bytes: Annotated[int, Field(ge=1024, le=1 << 30)] | None = None
     max_open_files: Annotated[int, Field(ge=16, le=65536)] | None = None
     compile_timeout_s: Annotated[float, Field(gt=0, le=600)] | None = None
+
+
+class CanaryMarker(_Frozen):
+    """What makes a task a canary: the task it is an impossible twin of, and the test flipped.
+
+    Never shown to the policy: the twin's prompt is the original's, byte for byte,
+    and no grader's feedback names it.
+    """
+
+    of: Annotated[StrictStr, Field(min_length=1, max_length=512)] = Field(
+        description="The id of the sample whose task this is a twin of."
+    )
+    test: Annotated[StrictStr, Field(min_length=1, max_length=512)] = Field(
+        description=(
+            "The test whose expected value was flipped, as feedback names tests: "
+            "'line N' of the tests (of an assert list, its Nth assert), 'case N' "
+            "(stdin_stdout, from 0), or a pytest test's id."
+        )
+    )
+    change: Annotated[StrictStr, Field(max_length=4096)] | None = Field(
+        default=None, description="The flip itself, as text: the expected value before and after."
+    )
 
 
 class TaskSpec(_Frozen):
@@ -312,6 +338,14 @@ class TaskSpec(_Frozen):
     float_tolerance: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
         default=1e-6,
         description="stdin_stdout with comparison 'float': absolute and relative tolerance.",
+    )
+    canary: CanaryMarker | None = Field(
+        default=None,
+        description=(
+            "A canary task: an impossible twin of another sample's task, one test's expected "
+            "value flipped (arbiter canaries make). Tests that pass it are a proven hack "
+            "(unit_tests' canary_threshold). Never shown to the policy."
+        ),
     )
 
     @model_validator(mode="after")

@@ -76,6 +76,8 @@ DEFAULT_SEVERITY: dict[ViolationType, float] = {
     ViolationType.UNCLOSED_THINKING: 1.0,
     # What the LLM judge's grader sees: text written to steer the judge.
     ViolationType.JUDGE_INJECTION: 1.0,
+    # What the unit_tests grader sees: a canary task's impossible test passed.
+    ViolationType.CANARY: 1.0,
 }
 
 Severity = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]

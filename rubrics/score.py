@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from arbiter.graders.registry import GraderRegistry, default_registry
 from arbiter.graders.runner import GraderJob, run_jobs
-from arbiter.graders.types import FailureKind, GradeResult, Sample
+from arbiter.graders.types import FailureKind, GradeResult, Sample, ViolationType
 from arbiter.rubrics.compose import compose, normalize_rewards
 from arbiter.rubrics.reward import Reward
 from arbiter.rubrics.rubric import Rubric
@@ -117,10 +117,27 @@ async def score_samples(
             group_id=sample.group_id,
             refused=refused,
         )
+        reward = _flag_canary(reward)
         rewards.append(reward if route is None else reward.model_copy(update={"route": route}))
     if normalize:
         rewards = normalize_routed(rubric, rewards, samples)
     return rewards
+
+
+def _flag_canary(reward: Reward) -> Reward:
+    """Flag ``hack:canary`` on a reward whose canary task's impossible test passed.
+
+    The penalty is the rubric's own (``penalties: [{violation: canary, ...}]``); the
+    flag says, whatever the rubric penalises, that this reward was a proven hack.
+    """
+    hit = any(
+        v.type is ViolationType.CANARY
+        for outcome in reward.components.values()
+        for v in outcome.violations
+    )
+    if not hit or "hack:canary" in reward.flags:
+        return reward
+    return reward.model_copy(update={"flags": (*reward.flags, "hack:canary")})
 
 
 def normalize_routed(
