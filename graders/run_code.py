@@ -8,10 +8,13 @@ limits and compile cache as a grading, and answers as SandboxFusion's
 own ``status``, ``execution_time``, ``return_code``, ``stdout`` and ``stderr``), so
 a trainer configured for SandboxFusion switches by its URL. Its ``files``
 (base64, by relative path) are written into the run's directory before the
-program starts; ``fetch_files`` is not supported yet. Two fields are ours:
+program starts, and the files ``fetch_files`` names are read back from it once
+every process of the run is gone (``files`` in the answer, base64 by path; a file
+absent, not a regular file, or over 16 MiB in all is left out, and
+``files_not_fetched`` says why). Three fields are ours:
 ``failure`` types what went wrong (``compile_error``, ``compile_timeout``,
 ``runtime_error``, ``timeout``, ``memory_limit``, ``output_limit``,
-``sandbox_error``), and ``memory_mb`` is the run's peak.
+``sandbox_error``), ``memory_mb`` is the run's peak, and ``files_not_fetched``.
 
 Statuses, as SandboxFusion's clients read them: ``Success`` when the program ran
 and exited 0; ``Failed`` when the compile failed or timed out, or the run exited
@@ -70,7 +73,9 @@ class RunCodeRequest(BaseModel):
         "(null: empty), at most 64, 16 MiB in all.",
     )
     fetch_files: list[str] = Field(
-        default_factory=list, description="Files to read back after the run: not supported yet."
+        default_factory=list,
+        description="Files to read back from the run's directory after it ends, by relative "
+        "path (at most 64; 16 MiB in all). Answered in 'files' as base64.",
     )
 
 
@@ -133,8 +138,8 @@ def run_code(grader: UnitTestsGrader, request: RunCodeRequest) -> dict[str, Any]
     """Run ``request`` in the grader's sandbox; SandboxFusion's response, ``failure`` added.
 
     Raises :class:`RunRefused` for what cannot be run as asked (an unknown
-    language, ``fetch_files``, a file name outside the run's directory, a memory
-    limit out of range). A fault of ours is retried once, then answered as
+    language, a file name outside the run's directory, in ``files`` or
+    ``fetch_files``, a memory limit out of range). A fault of ours is retried once, then answered as
     ``SandboxError``.
     """
     name = LANGUAGES.get(request.language)
@@ -142,15 +147,14 @@ def run_code(grader: UnitTestsGrader, request: RunCodeRequest) -> dict[str, Any]
         raise RunRefused(
             f"language: expected one of {', '.join(sorted(LANGUAGES))}; found {request.language!r}"
         )
-    if request.fetch_files:
-        raise RunRefused("fetch_files: reading files back is not supported yet; send none")
+    fetch = _fetch_names(request.fetch_files)
     extra = _files(request.files)
     config = _config(request)
     stdin = (request.stdin or "").encode("utf-8", "surrogatepass")
     last = ""
     for _ in range(2):
         try:
-            return _once(grader, name, request.code, stdin, config, extra)
+            return _once(grader, name, request.code, stdin, config, extra, fetch)
         except SandboxError as e:
             last = str(e)
     return {
@@ -160,6 +164,7 @@ def run_code(grader: UnitTestsGrader, request: RunCodeRequest) -> dict[str, Any]
         "run_result": None,
         "files": {},
         "failure": "sandbox_error",
+        "files_not_fetched": dict.fromkeys(fetch, "the run did not happen"),
     }
 
 
@@ -173,12 +178,31 @@ def _answer(
         "run_result": run,
         "files": {},
         "failure": failure,
+        "files_not_fetched": {},
         **extra,
     }
 
 
 MAX_FILES = 64
 MAX_FILES_BYTES = 16 << 20
+
+
+def _plain_path(field: str, name: str) -> None:
+    """Refuse a name that is not a relative path of ordinary parts."""
+    parts = name.split("/")
+    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise RunRefused(f"{field}[{name!r}]: expected a relative path of plain names")
+    if len(name) > 255 or "\x00" in name:
+        raise RunRefused(f"{field}[{name!r}]: a name of at most 255 characters, no NUL")
+
+
+def _fetch_names(names: list[str]) -> list[str]:
+    """The files to read back, each name checked (the template checks them again)."""
+    if len(names) > MAX_FILES:
+        raise RunRefused(f"fetch_files: at most {MAX_FILES}, found {len(names)}")
+    for name in names:
+        _plain_path("fetch_files", name)
+    return list(dict.fromkeys(names))
 
 
 def _files(files: dict[str, str | None]) -> list[list[Any]]:
@@ -191,11 +215,7 @@ def _files(files: dict[str, str | None]) -> list[list[Any]]:
         raise RunRefused(f"files: at most {MAX_FILES}, found {len(files)}")
     out, total = [], 0
     for name, content in files.items():
-        parts = name.split("/")
-        if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts):
-            raise RunRefused(f"files[{name!r}]: expected a relative path of plain names")
-        if len(name) > 255 or "\x00" in name:
-            raise RunRefused(f"files[{name!r}]: a name of at most 255 characters, no NUL")
+        _plain_path("files", name)
         try:
             data = base64.b64decode(content or "", validate=True)
         except (binascii.Error, ValueError) as e:
@@ -214,11 +234,12 @@ def _once(
     stdin: bytes,
     config: UnitTestsConfig,
     extra: list[list[Any]],
+    fetch: list[str],
 ) -> dict[str, Any]:
     if name == "python":
-        report = grader.pool.run_script(code, stdin, config.limits(), extra)
+        report = grader.pool.run_script(code, stdin, config.limits(), extra, fetch)
         run, failure = _run_result(report, None, config.memory_mb)
-        return _answer(None, run, failure, memory_mb=round(report.maxrss_kb / 1024, 1))
+        return _answer(None, run, failure, **_ran(report, fetch))
     lang = language_named(name)
     toolchain = grader.programs.toolchain(name)
     if toolchain is None:
@@ -228,15 +249,15 @@ def _once(
         build = lang.program(code)
     except MalformedProgram as e:
         failed = _result("Finished", 0.0, 1, b"", str(e).encode())
-        return _answer(failed, None, "compile_error")
+        return _answer(failed, None, "compile_error", **_not_run(fetch))
     made, _cached = grader.programs.artifact(lang, toolchain, build, build_limits)
     if isinstance(made, CompileFailed):
         if made.ended in ("timeout", "killed"):
             # The candidate's own compile past its limit (ours waiting is never counted).
             failed = _result("TimeLimitExceeded", config.compile_timeout_s or 0.0, None, b"", b"")
-            return _answer(failed, None, "compile_timeout")
+            return _answer(failed, None, "compile_timeout", **_not_run(fetch))
         failed = _result("Finished", 0.0, 1, b"", made.diagnostics.encode())
-        return _answer(failed, None, "compile_error")
+        return _answer(failed, None, "compile_error", **_not_run(fetch))
     compiled = _result("Finished", made.compile_s, 0, b"", b"")
     spec = grader.programs.run_spec(lang, toolchain, build, made, config.memory_mb)
     if extra:
@@ -245,6 +266,21 @@ def _once(
         if clash:
             raise RunRefused(f"files: {clash} would replace the program's own files")
         spec = {**spec, "files": [*spec["files"], *extra]}
-    report = grader.pool.program_run(spec, stdin, run_limits)
+    report = grader.pool.program_run(spec, stdin, run_limits, fetch)
     run, failure = _run_result(report, lang, config.memory_mb)
-    return _answer(compiled, run, failure, memory_mb=round(report.maxrss_kb / 1024, 1))
+    return _answer(compiled, run, failure, **_ran(report, fetch))
+
+
+def _ran(report: RunReport, fetch: list[str]) -> dict[str, Any]:
+    """The answer's fields from a run that happened: its peak memory and fetched files."""
+    files = {n: base64.b64encode(report.fetched[n]).decode("ascii") for n in report.fetched}
+    missing = {n: report.not_fetched.get(n, "not read back") for n in fetch if n not in files}
+    return {
+        "memory_mb": round(report.maxrss_kb / 1024, 1),
+        "files": files,
+        "files_not_fetched": missing,
+    }
+
+
+def _not_run(fetch: list[str]) -> dict[str, Any]:
+    return {"files_not_fetched": dict.fromkeys(fetch, "the program did not run")}

@@ -30,7 +30,10 @@ SandboxFusion does: `status` (`Success`, `Failed`, `SandboxError`), `compile_res
 `run_result` (each `status` `Finished`, `Error` or `TimeLimitExceeded`, with `execution_time`,
 `return_code`, `stdout`, `stderr`; streams cut at 1 MiB). Ours besides: `failure` (the typed
 kind: `compile_error`, `compile_timeout`, `runtime_error`, `timeout`, `memory_limit`,
-`output_limit`, `sandbox_error`) and `memory_mb`. `run_timeout` is CPU seconds of the
+`output_limit`, `sandbox_error`) and `memory_mb`. `files` (base64 by relative path) are
+written into the run's directory first; `fetch_files` are read back from it once every process
+of the run is gone, into `files` of the answer (a file absent, not a regular file, or past
+16 MiB in all is left out; `files_not_fetched` says why). `run_timeout` is CPU seconds of the
 program's own work, as a grading's limit is."""
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import errno
 import gc
 import importlib
 import importlib.machinery
@@ -194,6 +195,72 @@ def _read_files(names: list[str], cwd: str, cap: int) -> list[list[Any]]:
             rel = os.path.relpath(path, cwd)
             found.append([rel, stat.S_IMODE(st.st_mode), base64.b64encode(data).decode()])
     return found
+
+
+#: What a run's fetched files may hold in all: the rest are reported as not fetched.
+FETCH_CAP = 16 << 20
+
+
+def _fetch(names: Any, cwd: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Read files a run left, by relative path, once every process of it is gone.
+
+    The template reads them (the run cannot answer for itself), following no link
+    at any step: each directory is opened relative to the one above it. Only a
+    regular file the run's own uid owns is read (a hard link to anyone else's
+    file is not its output), at most :data:`FETCH_CAP` bytes in all.
+
+    Returns:
+        The files read (path -> base64), and why each other one was not.
+    """
+    found: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    total = 0
+    for name in names if type(names) is list else ():
+        if type(name) is not str:
+            continue
+        parts = name.split("/")
+        if not name or any(p in ("", ".", "..") for p in parts):
+            refused[name] = "not a relative path of plain names"
+            continue
+        fd = -1
+        try:
+            fd = os.open(cwd, _DIR_FLAGS)
+            for part in parts[:-1]:
+                below = os.open(part, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+                os.close(fd)
+                fd = below
+            leaf = os.open(
+                parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd
+            )
+            os.close(fd)
+            fd = leaf
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                refused[name] = "not a regular file"
+                continue
+            if _RUN_AS is not None and st.st_uid != _RUN_AS[0]:
+                refused[name] = "not the run's own file"
+                continue
+            if total + st.st_size > FETCH_CAP:
+                refused[name] = f"over {FETCH_CAP >> 20} MiB fetched in all"
+                continue
+            chunks = []
+            while data := os.read(fd, 1 << 20):
+                chunks.append(data)
+            body = b"".join(chunks)[: FETCH_CAP - total]
+            total += len(body)
+            found[name] = base64.b64encode(body).decode("ascii")
+        except FileNotFoundError:
+            refused[name] = "no such file"
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                refused[name] = "a symbolic link (never followed)"
+                continue
+            refused[name] = f"cannot be read ({e.strerror or type(e).__name__})"
+        finally:
+            if fd >= 0:
+                os.close(fd)
+    return found, refused
 
 
 def _spawn(argv: list[str], env: dict[str, str]) -> int:
@@ -488,6 +555,11 @@ def _run(ctrl: socket.socket, request: dict[str, Any], fds: list[int], slot: str
     _, status, usage = os.wait4(pid, 0)
     wall_s = time.monotonic() - started
     strays = _sweep()
+    fetched: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    if request.get("fetch"):
+        # Every process of the run is gone: nothing can swap a file while it is read.
+        fetched, refused = _fetch(request["fetch"], item_dir)
     clean = True
     try:
         empty_dir(runs)
@@ -510,6 +582,8 @@ def _run(ctrl: socket.socket, request: dict[str, Any], fds: list[int], slot: str
             "maxrss_kb": usage.ru_maxrss,
             "strays": strays,
             "clean": clean,
+            "fetched": fetched,
+            "not_fetched": refused,
         },
     )
     return clean

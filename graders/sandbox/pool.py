@@ -18,6 +18,7 @@ lanes in :mod:`arbiter.graders.sandbox.lanes`, uid ownership in
 from __future__ import annotations
 
 import atexit
+import base64
 import contextlib
 import logging
 import os
@@ -324,6 +325,10 @@ class RunReport:
     long: bool = False
     #: Seconds the run waited for a CPU that were added to its wall-clock backstop.
     credit_s: float = 0.0
+    #: The files the run was asked to leave, read back once it was gone (path -> content).
+    fetched: dict[str, bytes] = field(default_factory=dict)
+    #: The files asked for that were not read back, and why (absent, a link, too big).
+    not_fetched: dict[str, str] = field(default_factory=dict)
 
     @property
     def timed_out(self) -> bool:
@@ -373,6 +378,10 @@ class RunReport:
             stderr_size=err_size,
             long=long,
             credit_s=credit_s,
+            fetched={
+                str(k): base64.b64decode(v) for k, v in (message.get("fetched") or {}).items()
+            },
+            not_fetched={str(k): str(v) for k, v in (message.get("not_fetched") or {}).items()},
         )
 
 
@@ -985,14 +994,20 @@ class SandboxPool:
             self._lanes.leave(token)
 
     def run_script(
-        self, code: str, stdin: bytes, limits: Limits, files: list[list[Any]] | None = None
+        self,
+        code: str,
+        stdin: bytes,
+        limits: Limits,
+        files: list[list[Any]] | None = None,
+        fetch: list[str] | None = None,
     ) -> RunReport:
         """Run ``code`` as ``__main__`` with ``stdin``; the report carries its stdout.
 
         ``files`` (``[relative path, mode, base64]``, as a built program's) are
-        written into the run's directory before the code runs.
+        written into the run's directory before the code runs; ``fetch`` names
+        files to read back from it once the run is gone (``RunReport.fetched``).
         """
-        return self._whole_run("script", code, None, stdin, limits, files)
+        return self._whole_run("script", code, None, stdin, limits, files, fetch)
 
     def _whole_run(
         self,
@@ -1002,13 +1017,16 @@ class SandboxPool:
         stdin: bytes,
         limits: Limits,
         extra: list[list[Any]] | None = None,
+        fetch: list[str] | None = None,
     ) -> RunReport:
         """A run that takes its input and ends on its own; nothing is said on its channel."""
         with self._slot(limits) as slot:
             files = _RunFiles(stdin)
             try:
                 deadline = _deadline(limits)
-                request = {"op": "run", "mode": mode, "limits": limits.message()}
+                request: dict[str, Any] = {"op": "run", "mode": mode, "limits": limits.message()}
+                if fetch:
+                    request["fetch"] = list(fetch)
                 seq = slot.begin(request, files, deadline)
                 # A run that ended before it read its code: its report says how.
                 with contextlib.suppress(SandboxError):
@@ -1054,9 +1072,14 @@ class SandboxPool:
                 files.close()
                 deadline.close()
 
-    def program_run(self, spec: dict[str, Any], stdin: bytes, limits: Limits) -> RunReport:
-        """Run a built program (``argv`` over ``files``) on ``stdin``; the report has its stdout."""
-        return self._whole_run("exec", "", spec, stdin, limits)
+    def program_run(
+        self, spec: dict[str, Any], stdin: bytes, limits: Limits, fetch: list[str] | None = None
+    ) -> RunReport:
+        """Run a built program (``argv`` over ``files``) on ``stdin``; the report has its stdout.
+
+        ``fetch`` names files to read back from the run's directory once it is gone.
+        """
+        return self._whole_run("exec", "", spec, stdin, limits, fetch=fetch)
 
     @contextlib.contextmanager
     def bridge_run(self, spec: dict[str, Any], limits: Limits) -> Iterator[FunctionRun]:

@@ -93,7 +93,7 @@ def test_a_compiled_program_is_compiled_once_for_every_case(server: Server) -> N
         ({"code": "print(1)", "language": "cobol"}, "language: expected one of"),
         ({"code": "print(1)", "language": "python", "files": {"../a.txt": "eA=="}}, "files"),
         ({"code": "print(1)", "language": "python", "files": {"a.txt": "not base64!"}}, "base64"),
-        ({"code": "print(1)", "language": "python", "fetch_files": ["a.txt"]}, "fetch_files"),
+        ({"code": "print(1)", "language": "python", "fetch_files": ["../a.txt"]}, "fetch_files"),
         ({"code": "x" * (1 << 20 + 1), "language": "python"}, "code"),
         ({"code": "print(1)", "language": "python", "stdin": "\udcff"}, ""),
         ({"code": "print(1)", "language": "python", "memory_limit_MB": 10}, "memory_limit_MB"),
@@ -141,6 +141,51 @@ def test_extra_files_are_in_the_runs_directory(server: Server) -> None:
     )
     answer = _run(server, {"code": cpp, "language": "cpp", "files": files}).json()
     assert answer["run_result"]["stdout"] == "42", answer
+
+
+def test_files_the_run_leaves_are_fetched_once_it_is_gone(server: Server) -> None:
+    fetch = ["out/result.txt", "copy", "absent.txt", "link", "out", "bg.txt"]
+    python = (
+        "import os, sys\n"
+        "os.makedirs('out')\n"
+        "open('out/result.txt', 'w').write(str(int(input()) * 2))\n"
+        "open('copy', 'wb').write(open('in.bin', 'rb').read())\n"
+        "os.symlink('/etc/passwd', 'link')\n"
+        # A process left behind that would rewrite a file after the run: swept first.
+        "if os.fork() == 0:\n"
+        "    import time\n"
+        "    time.sleep(0.5)\n"
+        "    open('bg.txt', 'w').write('late')\n"
+        "    os._exit(0)\n"
+    )
+    files = {"in.bin": base64.b64encode(bytes(range(256))).decode()}
+    answer = _run(
+        server,
+        {"code": python, "language": "python", "stdin": "21", "files": files, "fetch_files": fetch},
+    ).json()
+    assert answer["status"] == "Success", answer
+    got = {k: base64.b64decode(v) for k, v in answer["files"].items()}
+    assert got == {"out/result.txt": b"42", "copy": bytes(range(256))}
+    why = answer["files_not_fetched"]
+    assert set(why) == {"absent.txt", "link", "out", "bg.txt"}
+    assert why["absent.txt"] == "no such file" and why["out"] == "not a regular file"
+    assert why["link"] == "a symbolic link (never followed)"
+    assert "root:" not in str(answer)  # the link was never followed
+    cpp = (
+        "#include <fstream>\n#include <iostream>\n"
+        'int main() { long a; std::cin >> a; std::ofstream("out.txt") << a * 3; }\n'
+    )
+    answer = _run(
+        server, {"code": cpp, "language": "cpp", "stdin": "5", "fetch_files": ["out.txt"]}
+    ).json()
+    assert base64.b64decode(answer["files"]["out.txt"]) == b"15", answer
+    # A program that never ran leaves nothing, and says so.
+    broken = _run(
+        server, {"code": "int main( {", "language": "cpp", "fetch_files": ["out.txt"]}
+    ).json()
+    assert broken["files"] == {} and broken["files_not_fetched"] == {
+        "out.txt": "the program did not run"
+    }
 
 
 def test_runs_need_a_trainer_key(server: Server) -> None:
