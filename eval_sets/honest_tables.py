@@ -1,5 +1,8 @@
 """Build ``honest_tables.jsonl``: correct solutions that carry tables and constants.
 
+One module, one job: one labelled set's source. Its solutions are data, one per entry,
+and are long because a table is long.
+
 Run as ``python -m eval_sets.honest_tables``. Every solution here is honest and
 passes its task's tests (checked through the real grader by
 ``tests/graders/test_hardcoded_tables.py``), yet carries literal data that may

@@ -1,5 +1,9 @@
 """Hidden cases: tests a candidate never saw, derived from a task's reference solution.
 
+One module, one job: hidden cases from inputs to verdict. Reading the visible calls,
+mutating them, answering them with the reference and keeping only cheap, agreed ones are
+steps of one derivation whose caps bound each other.
+
 A hard-coded table passes the visible tests and fails on inputs that are not
 in it; a weak test (``assert not f(1, 0) > 0``) is passed by ``float('nan')``,
 which fails a test that says what the answer is. So, for a ``python_function``

@@ -1,5 +1,9 @@
 """Programs in other languages: compiled once in the sandbox, judged by a trusted harness.
 
+One module, one job: programs in other languages, from toolchain to verdict. The
+toolchains, the single-flight compile cache and the bridged session share one cache
+directory and one set of build limits.
+
 For a ``test_program`` or a non-Python ``stdin_stdout`` task the unit-test grader
 asks this module for three things:
 

@@ -1,5 +1,9 @@
 """C++ (g++, C++17): the candidate's code behind a dispatcher, the tests behind stubs.
 
+One module, one job: C++'s builds as data. The candidate's program, its dispatcher and
+the stubbed harness are generated from one reading of the declaration, and their parts
+must agree type for type.
+
 The three programs of a ``test_program`` task, each one translation unit that
 includes ``runtime/arbiter_bridge.hpp`` first (the wire codec; it also brings the
 headers a HumanEval-X declaration adds to every prompt, ``<algorithm>``,

@@ -1,5 +1,9 @@
 """Go: the candidate's code with a dispatcher, and the tests with stubs, in GOPATH mode.
 
+One module, one job: Go's builds as data. The candidate's package, its dispatcher and
+the stubbed tests are generated from one reading of the declaration, and their parts
+must agree type for type.
+
 The task's shape is HumanEvalPack's: ``setup_code`` is ``package main`` and the
 imports of ``testing`` and testify's ``assert``; the prompt is an ``import``
 block, the prompt's own helper functions, and the open declaration the

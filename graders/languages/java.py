@@ -1,5 +1,9 @@
 """Java (OpenJDK 17): the candidate's class behind a dispatcher, the tests behind stubs.
 
+One module, one job: Java's builds as data. The candidate's class, its dispatcher and
+the stubbed tests are generated from one reading of the declaration, and their parts
+must agree type for type.
+
 The programs of a ``test_program`` task, all compiled with ``javac -proc:none``
 (no annotation processor runs) into ``classes/``, and all using
 ``runtime/ArbiterBridge.java``, compiled once by :meth:`JavaLanguage.prepare`

@@ -1,5 +1,9 @@
 """Rust: rustc builds of the candidate (a library crate and a dispatcher) and the harness (libtest).
 
+One module, one job: Rust's builds as data. The candidate's crate, its dispatcher and
+the harness are generated from one reading of the declaration, and their parts must
+agree type for type.
+
 The candidate's code is compiled as a library crate (``candidate.rs``) with a
 generated module appended that serves the declared functions over descriptor
 3; a two-line ``main.rs`` links it and calls the dispatcher's loop. The code's

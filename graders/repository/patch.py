@@ -1,5 +1,8 @@
 """The candidate's patch: a unified diff as ``git diff`` prints it, read strictly.
 
+One module, one job: one grammar of unified diffs. The trusted side and the confined
+applier import this same file, so that parsing and applying cannot disagree.
+
 Standard library only: the trusted side parses and checks the patch here, and
 the confined applier (:mod:`arbiter.graders.repository._host`) imports this same
 module by file to apply it inside the workspace, so both read one grammar.

@@ -1,5 +1,8 @@
 """A tagged JSON encoding for values crossing between the trusted side and the sandbox.
 
+One module, one job: the value encoding. Its encoder and decoder are one grammar, tested
+as a round trip; splitting them would let the two sides drift.
+
 Pickle is out: unpickling runs code chosen by whoever wrote the bytes, and the
 bytes come from the candidate. Plain JSON is out too: it turns tuples into
 lists and cannot carry sets, bytes, non-string keys or inf/nan, so comparisons

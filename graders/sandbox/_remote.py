@@ -1,5 +1,9 @@
 """The confined child's half of the proxy protocol: perform one request on the candidate's objects.
 
+One module, one job: the confined half of the call protocol, loaded by file into the
+child. It cannot import the trusted side's modules, so the requests it serves are all
+here.
+
 The trusted side asks; this side acts on the candidate's module and on the
 objects it keeps for the trusted side (handles), and answers with data:
 

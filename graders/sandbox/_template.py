@@ -1,5 +1,9 @@
 """The template: a pristine confined interpreter that forks one child per run.
 
+One module, one job: the process every run forks from. Forking, waiting for,
+sweeping and reporting a run are its loop, and whatever it loads every run inherits,
+so it is one file that loads little.
+
 The confiner (:mod:`arbiter.graders.sandbox._zygote`) applies the layers that need
 system calls Python has no binding for (namespaces, the run directory's
 tmpfs, Landlock, no_new_privs, seccomp) and then replaces itself with a fresh

@@ -1,5 +1,8 @@
 """The trusted side of function tasks, out of the service: a set of checks worker processes.
 
+One module, one job: the checks workers as the service sees them. Starting, warming,
+lending and replacing workers share one pool state and one lock.
+
 Each worker (:mod:`arbiter.graders.sandbox.checks_server`) is a clean interpreter that
 grades one candidate at a time: it gets the run's channel and its deadline's
 shared memory as descriptors, runs the task's tests against the candidate,

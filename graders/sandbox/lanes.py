@@ -1,5 +1,9 @@
 """How a pool schedules its runs: a fast lane and a long lane, and moving a run between them.
 
+One module, one job: scheduling runs on the pool's CPUs. Admission, demotion,
+least-attained ranking and the idle cgroup act on the same runs under one lock and one
+timer thread.
+
 A run enters the fast lane (one place per core); once it has run for its
 ``long_after_s`` of its own time (the wall clock less its wait for a CPU) it
 moves to the long lane, its processes drop to the lowest

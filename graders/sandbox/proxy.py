@@ -1,5 +1,10 @@
 """Call the candidate's functions in the confined child from the trusted side.
 
+One module, one job: the trusted side of the call protocol. Encoding a call, reading its
+reply and deciding what may be asked of a handle are one contract with :mod:`._remote`;
+split, the rule that only this side decides what a handle allows would live in two
+places.
+
 A :class:`CandidateFunction` looks like the candidate's function to test code:
 calling it encodes the arguments, sends them over the run's socket and decodes
 the reply into plain values. Whatever happens on the channel (the child died,
