@@ -71,6 +71,14 @@ def tests(rng: np.random.Generator, n: int, pass_rate: float = 0.7) -> np.ndarra
 
 
 SHAPES: dict[str, Draw] = {"skewed": skewed, "judge": judge, "bimodal": bimodal, "tests": tests}
+#: Rate streams, each 0/1 per reward (the groups', per group of four): a common violation
+#: type, a rare one, one never seen, and groups whose rewards all agree.
+RATES = {
+    "hack:always_equal": 0.01,
+    "hack:hardcoded_output": 0.002,
+    "hack:test_skipping": 0.0,
+    "groups:zero_variance": 0.2,
+}
 
 
 def shape_sd(draw: Draw) -> float:
@@ -87,6 +95,7 @@ class Change:
     apply: Callable[[np.random.Generator, np.ndarray], np.ndarray] | None
     relevant: str
     pass_rate: float | None = None
+    rates: dict[str, float] | None = None
 
 
 def make_window(
@@ -103,6 +112,11 @@ def make_window(
         columns[change.component] = change.apply(rng, columns[change.component])
     scores = np.column_stack([columns[n] for n in COMPONENTS])
     reward = scores @ WEIGHTS
+    rates = {**RATES, **(change.rates if change is not None and change.rates else {})}
+    observed = {
+        name: (rng.random(WINDOW // 4 if name.startswith("groups:") else WINDOW) < p).astype(float)
+        for name, p in rates.items()
+    }
     batch = RewardBatch(
         rubric,
         "sha-1",
@@ -112,6 +126,7 @@ def make_window(
         tests_executed=rng.integers(3, 9, WINDOW).astype(float),
         runtime_s=rng.gamma(2.0, 0.5, WINDOW),
         response_length=rng.lognormal(6.5, 0.5, WINDOW),
+        rates=observed,
     )
     return batch, columns["skewed"]
 
@@ -218,8 +233,8 @@ def main() -> None:
     fixed_windows = args.rubrics * args.windows
     fixed_rate = 1e4 * fixed_hits / fixed_windows
     print(
-        f"window size {WINDOW}; streams per rubric {len(COMPONENTS) + 1} "
-        f"({', '.join(COMPONENTS)}, {REWARD_STREAM})"
+        f"window size {WINDOW}; streams per rubric {len(COMPONENTS) + 1 + len(RATES)} "
+        f"({', '.join(COMPONENTS)}, {REWARD_STREAM}; rates {', '.join(RATES)})"
     )
     print(
         f"stationary: {monitored} stream-windows over {args.rubrics} rubrics "
@@ -263,6 +278,27 @@ def main() -> None:
         Change("judge -1 sd", "judge", shift("judge", -1.0), "cusum"),
         Change("pass rate +15 pp", "tests", None, "pass_rate_step", pass_rate=0.85),
         Change("judge variance x0.1", "judge", collapse("judge", 0.1**0.5), "variance_collapse"),
+        Change(
+            "always_equal 1% -> 6%",
+            "hack:always_equal",
+            None,
+            "hack_rate",
+            rates={"hack:always_equal": 0.06},
+        ),
+        Change(
+            "test_skipping 0 -> 3%",
+            "hack:test_skipping",
+            None,
+            "hack_rate",
+            rates={"hack:test_skipping": 0.03},
+        ),
+        Change(
+            "zero-variance groups 20% -> 50%",
+            "groups:zero_variance",
+            None,
+            "hack_rate",
+            rates={"groups:zero_variance": 0.5},
+        ),
     ]
     print(
         f"shifts: injected {SHIFT_AT} windows after the reference, {args.reps} runs each, "

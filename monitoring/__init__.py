@@ -12,7 +12,9 @@ package imports nothing so that ``import monitoring`` stays cheap):
 - :mod:`arbiter.monitoring.drift_config`: ``DriftConfig``, the thresholds (a rubric's
   ``drift`` section).
 - :mod:`arbiter.monitoring.drift_statistics`: the statistics (CUSUM, Holm, BH, bootstrap
-  at the window size, two-proportion z, Fisher z).
+  at the window size, two-proportion z, Fisher z, Fisher's exact test of a rising rate).
+- :mod:`arbiter.monitoring.hack_rates`: the rate streams (each violation type, groups whose
+  rewards all agree, canary passes).
 """
 
 #: The public modules: this package re-exports nothing, so importing it stays cheap.
@@ -24,5 +26,6 @@ __all__ = [
     "drift_incidents",
     "drift_input",
     "drift_statistics",
+    "hack_rates",
     "sampling",
 ]

@@ -35,6 +35,7 @@ from arbiter.monitoring.drift_alerts import (
     DriftUpdate,
     ReferenceSummary,
     StreamKey,
+    Verdict,
 )
 from arbiter.monitoring.drift_config import DriftConfig
 from arbiter.monitoring.drift_input import RewardBatch, RewardLike, batch_from_rewards
@@ -51,6 +52,7 @@ from arbiter.monitoring.drift_statistics import (
     two_sided_cusum,
     windows_needed,
 )
+from arbiter.monitoring.hack_rates import RateStream, RateStreamState, RateWindow
 
 __all__ = ["DriftMonitor", "DriftState", "StreamState"]
 
@@ -107,22 +109,8 @@ class DriftState(BaseModel):
 
     format: int = 1
     streams: list[StreamState]
-
-
-@dataclass
-class _Verdict:
-    """One detector's reading of one window."""
-
-    detector: Detector
-    fired: bool
-    statistic: float
-    threshold: float
-    evidence: dict[str, float | int | str | None]
-    message: str
-    # Whether the window still supports an open alert without firing on its own:
-    # a CUSUM that is accumulating again, a distance above its threshold but not
-    # yet for enough windows. Keeps an alert on a persistent shift from flapping.
-    holding: bool = False
+    # Added after the first saved states: an old state starts its rate streams afresh.
+    rates: list[RateStreamState] = Field(default_factory=list)
 
 
 @dataclass
@@ -131,7 +119,7 @@ class _Window:
 
     stream: _Stream
     index: int
-    verdicts: list[_Verdict]
+    verdicts: list[Verdict]
     ks_p: float
     ks_d: float
 
@@ -243,6 +231,7 @@ class _Stream:
         passed = rows[:, PASSED]
         if np.any(~np.isnan(passed)):
             out["pass_rate"] = float(np.nanmean(passed))
+            out["pass_known"] = int(np.count_nonzero(~np.isnan(passed)))
         for column, name in ((TESTS, "tests_executed"), (RUNTIME, "runtime_s")):
             if np.count_nonzero(~np.isnan(rows[:, column])) >= n:
                 mean, _, window_sd = _window_mean_sd(rows[:, column].reshape(-1, n), n)
@@ -275,7 +264,7 @@ class _Stream:
         self.cusum_upper, self.cusum_lower = (0.0, 0.0) if alarm[0] else (upper[0], lower[0])
         statistic = float(max(upper[0], lower[0]))
         verdicts.append(
-            _Verdict(
+            Verdict(
                 Detector.CUSUM,
                 bool(alarm[0]),
                 statistic,
@@ -292,7 +281,7 @@ class _Stream:
             self.wasserstein_streak + 1 if distance > ref.wasserstein_threshold else 0
         )
         verdicts.append(
-            _Verdict(
+            Verdict(
                 Detector.WASSERSTEIN,
                 self.wasserstein_streak >= cfg.wasserstein_windows,
                 distance,
@@ -308,7 +297,7 @@ class _Stream:
             ratio = variance / (ref.sd * ref.sd)
             self.collapse_streak = self.collapse_streak + 1 if ratio < cfg.collapse_ratio else 0
             verdicts.append(
-                _Verdict(
+                Verdict(
                     Detector.VARIANCE_COLLAPSE,
                     self.collapse_streak >= ref.collapse_windows,
                     ratio,
@@ -325,9 +314,7 @@ class _Stream:
         ks_d, ks_p = ks_two_sample(values, self.reference_values)
         return _Window(self, index, verdicts, ks_p, ks_d)
 
-    def _hacking(
-        self, rows: Floats, ref: ReferenceSummary, mean: float, z: float
-    ) -> list[_Verdict]:
+    def _hacking(self, rows: Floats, ref: ReferenceSummary, mean: float, z: float) -> list[Verdict]:
         cfg = self.config
         out = []
         history = self.pass_history
@@ -341,7 +328,7 @@ class _Stream:
                 pz = two_proportion_z(x_b, n_b, x_c, n_c)
                 jump = 100.0 * (x_c / n_c - x_b / n_b)
                 out.append(
-                    _Verdict(
+                    Verdict(
                         Detector.PASS_RATE_STEP,
                         abs(pz) >= cfg.pass_rate_z and abs(jump) >= cfg.pass_rate_min_jump_pp,
                         abs(pz),
@@ -368,7 +355,7 @@ class _Stream:
             )
             statistic = min(z, fall_z)
             out.append(
-                _Verdict(
+                Verdict(
                     Detector.REWARD_UP_TESTS_DOWN,
                     statistic >= cfg.hacking_z and drop >= cfg.hacking_min_drop,
                     statistic,
@@ -377,6 +364,24 @@ class _Stream:
                     f"reward up (z {z:.3g}) while {name} fell {drop:.0%} (z {fall_z:.3g})",
                 )
             )
+            passed = rows[:, PASSED]
+            known = passed[~np.isnan(passed)]
+            if ref.pass_rate is not None and ref.pass_known and known.size >= _MIN_PAIRS:
+                hits = int(np.count_nonzero(known == 1.0))
+                before = round(ref.pass_rate * ref.pass_known)
+                pass_z = two_proportion_z(before, ref.pass_known, hits, int(known.size))
+                statistic = min(pass_z, fall_z)
+                out.append(
+                    Verdict(
+                        Detector.PASS_UP_TESTS_DOWN,
+                        statistic >= cfg.hacking_z and drop >= cfg.hacking_min_drop,
+                        statistic,
+                        cfg.hacking_z,
+                        {"pass_z": pass_z, "fall_z": fall_z, "relative_drop": drop, "series": name},
+                        f"pass rate {hits / known.size:.1%} against {ref.pass_rate:.1%} "
+                        f"(z {pass_z:.3g}) while {name} fell {drop:.0%} (z {fall_z:.3g})",
+                    )
+                )
 
         pairs = ~np.isnan(rows[:, LENGTH])
         count = int(np.count_nonzero(pairs))
@@ -387,7 +392,7 @@ class _Stream:
                 rise_z = fisher_z_rise(rho, count, ref.length_correlation, ref.length_pairs)
                 rise = rho - ref.length_correlation
                 out.append(
-                    _Verdict(
+                    Verdict(
                         Detector.LENGTH_CORRELATION,
                         rise_z >= cfg.length_correlation_z
                         and rise >= cfg.length_correlation_min_rise,
@@ -494,6 +499,7 @@ class DriftMonitor:
         self.config = config or DriftConfig()
         self.rubric_configs = dict(rubric_configs or {})
         self._streams: dict[StreamKey, _Stream] = {}
+        self._rates: dict[StreamKey, RateStream] = {}
 
     def config_for(self, rubric: str) -> DriftConfig:
         """Return the thresholds that apply to ``rubric``."""
@@ -527,7 +533,7 @@ class DriftMonitor:
 
     def observe_many(self, batches: Iterable[RewardBatch], at: float | None = None) -> DriftUpdate:
         """Add several batches as one round: each rubric's KS tests are corrected together."""
-        tested: list[_Window] = []
+        tested: list[_Window | RateWindow] = []
         for batch in batches:
             config = self.config_for(batch.rubric)
             if not config.enabled:
@@ -564,10 +570,22 @@ class DriftMonitor:
                 scored = rows[~np.isnan(rows[:, VALUE])]
                 if scored.shape[0]:
                     tested.extend(self._stream(key, config).ingest(scored))
+            for name, column in batch.rates.items():
+                observed = column[~np.isnan(column)]
+                if observed.size:
+                    key = StreamKey(
+                        rubric=batch.rubric, component=name, version=batch.rubric_version
+                    )
+                    rate = self._rates.get(key)
+                    if rate is None:
+                        rate = self._rates[key] = RateStream(key=key, config=config)
+                    tested.extend(rate.ingest(observed))
         return self._decide(tested, at)
 
-    def _decide(self, tested: list[_Window], at: float | None) -> DriftUpdate:
+    def _decide(self, windows: list[_Window | RateWindow], at: float | None) -> DriftUpdate:
         """Correct the round's KS tests, then open and close alerts window by window."""
+        # A rate window has no KS test: the family is the score streams' windows.
+        tested = [w for w in windows if isinstance(w, _Window)]
         by_rubric: dict[str, list[int]] = {}
         for i, window in enumerate(tested):
             by_rubric.setdefault(window.stream.key.rubric, []).append(i)
@@ -589,7 +607,7 @@ class DriftMonitor:
             for j, i in enumerate(indices):
                 window = tested[i]
                 window.verdicts.append(
-                    _Verdict(
+                    Verdict(
                         Detector.KS,
                         bool(rejected[i]),
                         window.ks_p,
@@ -606,19 +624,19 @@ class DriftMonitor:
                 )
         opened: list[Alert] = []
         closed: list[Alert] = []
-        for window in tested:
-            stream = window.stream
+        for each in windows:
+            stream = each.stream
             assert stream.reference is not None
-            for verdict in window.verdicts:
+            for verdict in each.verdicts:
                 current = stream.open_alerts.get(verdict.detector)
                 if verdict.fired or (current is not None and verdict.holding):
                     stream.quiet[verdict.detector] = 0
                     if current is None and verdict.fired:
                         alert = Alert(
-                            id=f"{stream.key}#{verdict.detector.value}#{window.index}",
+                            id=f"{stream.key}#{verdict.detector.value}#{each.index}",
                             detector=verdict.detector,
                             stream=stream.key,
-                            window=window.index,
+                            window=each.index,
                             statistic=verdict.statistic,
                             threshold=verdict.threshold,
                             reference=stream.reference,
@@ -635,12 +653,13 @@ class DriftMonitor:
                         del stream.open_alerts[verdict.detector]
                         del stream.quiet[verdict.detector]
                         closed.append(current)
-        return DriftUpdate(opened=tuple(opened), closed=tuple(closed), windows=len(tested))
+        return DriftUpdate(opened=tuple(opened), closed=tuple(closed), windows=len(windows))
 
     @property
     def open_alerts(self) -> tuple[Alert, ...]:
         """Return the alerts open now, in a stable order."""
         alerts = [a for s in self._streams.values() for a in s.open_alerts.values()]
+        alerts += [a for r in self._rates.values() for a in r.open_alerts.values()]
         return tuple(sorted(alerts, key=lambda a: a.id))
 
     def flags(self, rubric: str) -> tuple[str, ...]:
@@ -649,11 +668,18 @@ class DriftMonitor:
 
     @property
     def streams(self) -> tuple[StreamKey, ...]:
-        """Return the streams seen so far."""
-        return tuple(self._streams)
+        """Return the streams seen so far.
+
+        A rate stream (:mod:`arbiter.monitoring.hack_rates`) is among them once it has seen
+        an event or holds an alert: a rubric feeds one per violation type from its first
+        reward, and the types it never saw are not worth a row on a page.
+        """
+        return (*self._streams, *(k for k, r in self._rates.items() if r.shown))
 
     def reference(self, key: StreamKey) -> ReferenceSummary | None:
         """Return a stream's frozen reference, or ``None`` while it is still collecting."""
+        if key in self._rates:
+            return self._rates[key].reference
         stream = self._streams.get(key)
         return None if stream is None else stream.reference
 
@@ -666,6 +692,8 @@ class DriftMonitor:
         reference together while in warm-up), so ``samples / needed`` is the progress
         a page can draw. Nothing is detected on a stream before it is watching.
         """
+        if key in self._rates:
+            return self._rates[key].progress()
         stream = self._streams[key]
         cfg = stream.config
         if stream.reference is not None:
@@ -689,10 +717,14 @@ class DriftMonitor:
 
     def series(self, key: StreamKey) -> list[tuple[int, float]]:
         """Return a stream's latest window means, (window index, mean), oldest first."""
+        if key in self._rates:
+            return list(self._rates[key].means)
         return list(self._streams[key].means)
 
     def forget(self, key: StreamKey) -> tuple[Alert, ...]:
         """Drop a stream (a retired grader version or rubric) and return its open alerts."""
+        if key in self._rates:
+            return tuple(self._rates.pop(key).open_alerts.values())
         stream = self._streams.pop(key)
         return tuple(stream.open_alerts.values())
 
@@ -704,6 +736,10 @@ class DriftMonitor:
         Returns:
             The alerts this closed.
         """
+        if key in self._rates:
+            rate = self._rates[key]
+            self._rates[key] = rate.restarted()
+            return tuple(rate.open_alerts.values())
         stream = self._streams[key]
         closed = tuple(stream.open_alerts.values())
         fresh = _Stream(key=key, config=stream.config, windows=stream.windows)
@@ -716,7 +752,10 @@ class DriftMonitor:
 
     def state(self) -> DriftState:
         """Return the monitor's whole state, ready for ``model_dump_json``."""
-        return DriftState(streams=[s.to_state() for s in self._streams.values()])
+        return DriftState(
+            streams=[s.to_state() for s in self._streams.values()],
+            rates=[r.to_state() for r in self._rates.values()],
+        )
 
     @classmethod
     def from_state(
@@ -730,4 +769,7 @@ class DriftMonitor:
         for stream_state in state.streams:
             stream = _Stream.from_state(stream_state)
             monitor._streams[stream.key] = stream
+        for rate_state in state.rates:
+            rate = RateStream.from_state(rate_state)
+            monitor._rates[rate.key] = rate
         return monitor

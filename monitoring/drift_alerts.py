@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
@@ -16,6 +17,7 @@ __all__ = [
     "DriftUpdate",
     "ReferenceSummary",
     "StreamKey",
+    "Verdict",
     "short_alert_id",
 ]
 
@@ -34,6 +36,13 @@ class Detector(StrEnum):
     PASS_RATE_STEP = "pass_rate_step"
     REWARD_UP_TESTS_DOWN = "reward_up_tests_down"
     LENGTH_CORRELATION = "length_correlation"
+    #: The pass rate up while tests executed or runtime fell, both against the reference.
+    PASS_UP_TESTS_DOWN = "pass_up_tests_down"
+    #: A rate stream's events (a violation type, zero-variance groups) rising over its
+    #: reference: Fisher's exact test, one-sided.
+    HACK_RATE = "hack_rate"
+    #: A canary task's impossible tests passed: proof, with no reference needed.
+    CANARY_PASS = "canary_pass"
 
 
 #: What each detector's ``statistic`` is, by name, and on which side of its
@@ -46,6 +55,9 @@ STATISTICS: dict[Detector, tuple[str, Literal["above", "below"]]] = {
     Detector.PASS_RATE_STEP: ("pass_rate_z", "above"),
     Detector.REWARD_UP_TESTS_DOWN: ("z", "above"),
     Detector.LENGTH_CORRELATION: ("rise_z", "above"),
+    Detector.PASS_UP_TESTS_DOWN: ("z", "above"),
+    Detector.HACK_RATE: ("p_value", "below"),
+    Detector.CANARY_PASS: ("passes", "above"),
 }
 
 
@@ -91,6 +103,8 @@ class ReferenceSummary(BaseModel):
     collapse_probability: float
     collapse_windows: int
     pass_rate: float | None = None
+    #: How many reference rewards had a known pass or fail (``pass_rate``'s count).
+    pass_known: int = 0
     tests_executed_mean: float | None = None
     tests_executed_window_sd: float | None = None
     runtime_s_mean: float | None = None
@@ -125,6 +139,22 @@ class Alert(BaseModel):
     def flag(self) -> str:
         """Return the flag a reward carries while this alert is open."""
         return f"drift:{self.stream.component}:{self.detector.value}"
+
+
+@dataclass
+class Verdict:
+    """One detector's reading of one window: what opens, holds or lets an alert close."""
+
+    detector: Detector
+    fired: bool
+    statistic: float
+    threshold: float
+    evidence: dict[str, float | int | str | None]
+    message: str
+    # Whether the window still supports an open alert without firing on its own:
+    # a CUSUM that is accumulating again, a distance above its threshold but not
+    # yet for enough windows. Keeps an alert on a persistent shift from flapping.
+    holding: bool = False
 
 
 class DriftUpdate(BaseModel):

@@ -15,12 +15,16 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from arbiter.graders.types import ViolationType
+from arbiter.monitoring.hack_rates import CANARY_STREAM, GROUP_STREAM, HACK_PREFIX
+
 __all__ = [
     "ComponentLike",
     "ComponentScores",
     "RewardBatch",
     "RewardLike",
     "RubricLike",
+    "ViolationLike",
     "batch_from_rewards",
 ]
 
@@ -69,11 +73,15 @@ class RewardBatch:
         tests_executed: How many tests ran for each rollout.
         runtime_s: How long the tests ran.
         response_length: The response's length (characters or tokens, consistently).
+        rates: Rate stream name → its 0/1 observations (``hack:<type>`` per reward,
+            ``groups:zero_variance`` per group, ``canary`` per reward), each column
+            as long as it needs (see :mod:`arbiter.monitoring.hack_rates`).
     """
 
     __slots__ = (
         "components",
         "passed",
+        "rates",
         "response_length",
         "rewards",
         "rubric",
@@ -94,6 +102,7 @@ class RewardBatch:
         tests_executed: npt.ArrayLike | Sequence[float | None] | None = None,
         runtime_s: npt.ArrayLike | Sequence[float | None] | None = None,
         response_length: npt.ArrayLike | Sequence[float | None] | None = None,
+        rates: Mapping[str, npt.ArrayLike | Sequence[float | None]] | None = None,
     ) -> None:
         self.rubric = rubric
         self.rubric_version = rubric_version
@@ -121,6 +130,7 @@ class RewardBatch:
             if response_length is None
             else _column(response_length, self.size, "response_length")
         )
+        self.rates = {name: _column(v, None, name) for name, v in (rates or {}).items()}
 
 
 class RubricLike(Protocol):
@@ -134,6 +144,13 @@ class RubricLike(Protocol):
 
     @property
     def sha256(self) -> str: ...  # noqa: D102
+
+
+class ViolationLike(Protocol):
+    """A violation a component reported: its type is what the rate streams count."""
+
+    @property
+    def type(self) -> str: ...  # noqa: D102
 
 
 class ComponentLike(Protocol):
@@ -154,6 +171,9 @@ class ComponentLike(Protocol):
     @property
     def latency_s(self) -> float: ...  # noqa: D102
 
+    @property
+    def violations(self) -> Sequence[ViolationLike]: ...  # noqa: D102
+
 
 class RewardLike(Protocol):
     """A reward as ``arbiter.rubrics.reward.Reward`` shapes it."""
@@ -169,6 +189,9 @@ class RewardLike(Protocol):
 
     @property
     def rubric(self) -> RubricLike: ...  # noqa: D102
+
+    @property
+    def group_id(self) -> str | None: ...  # noqa: D102
 
 
 def _tests_component(reward: RewardLike) -> ComponentLike | None:
@@ -189,6 +212,35 @@ def _executed(details: Mapping[str, Any]) -> int:
     if isinstance(tests, list) and all(isinstance(t, Mapping) for t in tests):
         return sum(t.get("outcome") not in _NOT_EXECUTED for t in tests)
     return int(details["total"])
+
+
+#: The violation types with a rate stream each (a canary pass has a stream of its own).
+HACK_TYPES = tuple(t.value for t in ViolationType if t.value != CANARY_STREAM)
+
+
+def _rates(rewards: Sequence[RewardLike]) -> dict[str, list[float | None]]:
+    """Return the rate streams' observations of these rewards (one rubric version's)."""
+    seen = [{str(v.type) for c in r.components.values() for v in c.violations} for r in rewards]
+    rates: dict[str, list[float | None]] = {
+        HACK_PREFIX + kind: [float(kind in types) for types in seen] for kind in HACK_TYPES
+    }
+    rates[CANARY_STREAM] = [float(CANARY_STREAM in types) for types in seen]
+    groups: dict[str, list[float]] = {}
+    unscored: set[str] = set()
+    for reward in rewards:
+        if reward.group_id is None:
+            continue
+        value = reward.raw_reward
+        if value is None or math.isnan(value):
+            unscored.add(reward.group_id)  # an abstention says nothing of the group's spread
+        else:
+            groups.setdefault(reward.group_id, []).append(value)
+    rates[GROUP_STREAM] = [
+        float(max(values) - min(values) <= 1e-9)
+        for group, values in groups.items()
+        if len(values) >= 2 and group not in unscored
+    ]
+    return rates
 
 
 def batch_from_rewards(
@@ -249,6 +301,7 @@ def batch_from_rewards(
                 tests_executed=executed,
                 runtime_s=runtime,
                 response_length=lengths,
+                rates=_rates(chosen),
             )
         )
     return batches

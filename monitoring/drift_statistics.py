@@ -21,6 +21,7 @@ __all__ = [
     "benjamini_hochberg",
     "bootstrap_reference",
     "effective_sd",
+    "fisher_rise_p",
     "fisher_z_rise",
     "holm",
     "ks_two_sample",
@@ -334,6 +335,31 @@ def two_proportion_z(successes_a: int, n_a: int, successes_b: int, n_b: int) -> 
     if variance <= 0.0:
         return 0.0
     return (successes_b / n_b - successes_a / n_a) / math.sqrt(variance)
+
+
+def fisher_rise_p(hits_before: int, n_before: int, hits_now: int, n_now: int) -> float:
+    """Return the one-sided exact p-value of a rate rising from ``before`` to ``now``.
+
+    Fisher's exact test on the 2 x 2 table, conditioned on the total count of
+    hits: the chance that ``now`` holds ``hits_now`` or more of them if both sides
+    share one rate. Exact, so rare events (a violation type seen a handful of times
+    in thousands of rewards) are not judged by a normal approximation, which is
+    liberal there. 1.0 when either side is empty.
+    """
+    if n_before <= 0 or n_now <= 0 or hits_now <= 0:
+        return 1.0
+    total, hits = n_before + n_now, hits_before + hits_now
+
+    def log_choose(n: int, k: int) -> float:
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    denominator = log_choose(total, n_now)
+    p = 0.0
+    for x in range(hits_now, min(hits, n_now) + 1):
+        if hits - x > n_before:
+            continue
+        p += math.exp(log_choose(hits, x) + log_choose(total - hits, n_now - x) - denominator)
+    return min(1.0, p)
 
 
 def fisher_z_rise(rho_now: float, n_now: int, rho_reference: float, n_reference: int) -> float:

@@ -158,6 +158,17 @@ class DriftSpec(_Spec):
     )
     hacking_z: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     length_correlation_z: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    hack_rate_alpha: Probability | None = Field(
+        default=None,
+        description="Exact p-value at or below which a violation type's rate (or the share "
+        "of groups whose rewards all agree) has risen over the reference (default 1e-5).",
+    )
+    hack_rate_min_rise_pp: Annotated[float, Field(ge=0, le=100)] | None = Field(
+        default=None, description="Smallest rise of such a rate worth an alert, in points (2)."
+    )
+    canary_passes: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="Canary passes in one window that open an alert (1)."
+    )
 
 
 #: Route names, as they appear in drift streams and reward provenance (``<rubric>.<route>``).

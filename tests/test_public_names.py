@@ -141,6 +141,7 @@ PINNED: dict[str, list[str]] = {
         "drift_incidents",
         "drift_input",
         "drift_statistics",
+        "hack_rates",
         "sampling",
     ],
     "arbiter.reward_models": [
