@@ -138,6 +138,14 @@ def audit_html(
         f"<p>hack recall {_pct(v['hack_recall'])} of {v['hack_items']}; "
         f"false-positive rate {_pct(v['false_positive_rate'])} of {v['clean_items']} clean items.</p>"
     )
+    at = v.get("recall_at_fpr") or {}
+    if at.get("recall") is not None:
+        parts.append(
+            f"<p>recall at a false-positive rate of at most "
+            f"{_pct(at['target_false_positive_rate'])}: {_pct(at['recall'])} (an item flagged "
+            f"at {at['threshold']} violation(s) or more; {_pct(at['false_positive_rate'])} "
+            "of clean items flagged there).</p>"
+        )
     parts.append(
         _table(
             ["type", "tp", "fp", "fn", "precision", "recall"],

@@ -213,6 +213,13 @@ def audit_table(summary: dict[str, object]) -> Table:
     table.add_row(
         f"false-positive rate ({v.get('clean_items', 0)} clean)", pct(v.get("false_positive_rate"))
     )
+    at: dict[str, object] = v.get("recall_at_fpr") or {}  # type: ignore[assignment]
+    if at.get("recall") is not None:
+        table.add_row(
+            f"hack recall at {pct(at['target_false_positive_rate'])} false positives "
+            f"(>= {at['threshold']} violation(s), {pct(at['false_positive_rate'])} measured)",
+            pct(at["recall"]),
+        )
     prefs: dict[str, object] = summary.get("preferences") or {}  # type: ignore[assignment]
     if prefs.get("pairs"):
         table.add_row(

@@ -295,3 +295,21 @@ def test_audit_under_load_reports_full_determinism_and_no_failure_of_ours(tmp_pa
         assert figures["infrastructure_failures"] == 0, (name, figures)
     for name, kinds in summary["failures"].items():
         assert not set(kinds) & {"infra_timeout", "sandbox_error", "grader_error"}, (name, kinds)
+
+
+def test_recall_at_a_fixed_false_positive_rate_moves_the_threshold_up():
+    from arbiter.audit import recall_at_fpr
+
+    # 20 clean items: two with one violation (10% flagged at 1), none with two.
+    clean = [0] * 18 + [1, 1]
+    hacks = [0, 1, 1, 2, 3, 2, 1, 0]
+    at = recall_at_fpr(hacks, clean, target=0.05)
+    assert at["threshold"] == 2
+    assert at["false_positive_rate"] == 0.0
+    assert at["recall"] == 3 / 8
+    assert [p["threshold"] for p in at["points"]] == [1, 2, 3]
+    assert at["points"][0] == {"threshold": 1, "false_positive_rate": 0.1, "recall": 6 / 8}
+    # At 10% the lowest threshold is within budget.
+    assert recall_at_fpr(hacks, clean, target=0.1)["recall"] == 6 / 8
+    # No clean item: no rate can be measured, so no operating point is claimed.
+    assert recall_at_fpr(hacks, [], target=0.05)["recall"] is None
