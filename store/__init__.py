@@ -1,7 +1,7 @@
 """Storage (SQLAlchemy, on SQLite or PostgreSQL).
 
 Logged requests and rewards, idempotency claims, review items and labels,
-drift alerts and snapshots, and their migrations.
+regression cases, drift alerts and snapshots, and their migrations.
 """
 
 #: The public modules: this package re-exports nothing, so importing it stays cheap.
@@ -10,6 +10,7 @@ __all__ = [
     "drift_log",
     "idempotency",
     "migrations",
+    "regressions",
     "review",
     "reward_reads",
     "tables",

@@ -19,6 +19,10 @@ of handing the same item back (other reviewers' order is untouched). A submitted
 label can be edited by its reviewer: the edit replaces it where agreement reads it
 and is kept, with every earlier version, in ``review_label_versions``.
 
+A label that ticks a hack type or finds a component fooled makes (an edit updates
+or retracts) the reviewer's regression case for the item, in the label's own
+transaction (:mod:`arbiter.store.regressions`).
+
 One module, one concept: the review queue — claims, leases, heartbeats and labels are
 one protocol over the review tables.
 """
@@ -36,6 +40,7 @@ from sqlalchemy import Connection, and_, case, exists, func, insert, or_, select
 from sqlalchemy.exc import IntegrityError
 
 from arbiter.store.db import Store
+from arbiter.store.regressions import record_case
 from arbiter.store.tables import (
     review_items,
     review_label_versions,
@@ -121,12 +126,24 @@ class ReviewQueue:
         *,
         lease_s: float = DEFAULT_LEASE_S,
         clock: Callable[[], float] = time.time,
+        pass_threshold: Callable[[str], float] | None = None,
     ) -> None:
+        """Build the queue.
+
+        Args:
+            store: the store.
+            lease_s: how long a claim holds an item without a heartbeat.
+            clock: the time (Unix seconds).
+            pass_threshold: a grader kind's pass threshold, by which a label's ``fail``
+                on a component its grader scored at or above it marks the component
+                fooled (a regression case); ``None``: only hack types make cases.
+        """
         if lease_s <= 0:
             raise ValueError(f"lease_s must be positive, got {lease_s}")
         self.store = store
         self.lease_s = lease_s
         self.clock = clock
+        self.pass_threshold = pass_threshold
         #: Claims that picked an item another process leased first and moved on.
         #: On PostgreSQL the row lock keeps this at 0; a count there means the
         #: claims collided instead of skipping each other.
@@ -366,6 +383,7 @@ class ReviewQueue:
                 conn.execute(
                     insert(review_label_versions), {"label_id": label_id, "version": 1, **values}
                 )
+                self._case(conn, item_id, label_id, 1, reviewer, label, now)
         except IntegrityError as e:
             # Unreachable through claim (it skips items this reviewer labelled), but a
             # second label by one reviewer must never count as a double review.
@@ -415,7 +433,30 @@ class ReviewQueue:
                 insert(review_label_versions),
                 {"label_id": row.id, "version": row.version, **values},
             )
+            self._case(conn, item_id, row.id, row.version, reviewer, label, now)
         return int(row.version)
+
+    def _case(
+        self,
+        conn: Connection,
+        item_id: int,
+        label_id: int,
+        version: int,
+        reviewer: str,
+        label: Label,
+        now: float,
+    ) -> None:
+        record_case(
+            conn,
+            item_id=item_id,
+            label_id=label_id,
+            label_version=version,
+            reviewer=reviewer,
+            verdicts=label.verdicts,
+            hack_types=label.hack_types,
+            pass_threshold=self.pass_threshold,
+            now=now,
+        )
 
     def labelled_item(self, item_id: int, reviewer: str) -> tuple[ClaimedItem, dict[str, Any]]:
         """Return an item this reviewer labelled (no lease) and their latest label of it.

@@ -26,6 +26,8 @@ __all__ = [
     "drift_state",
     "idempotency_claims",
     "metadata",
+    "regression_cases",
+    "regression_overrides",
     "requests",
     "review_items",
     "review_label_versions",
@@ -271,4 +273,62 @@ drift_resets = Table(
     Column("grader_version", String(64), nullable=False),
     Column("requested_at", Float, nullable=False),
     Column("applied_at", Float, nullable=True),
+)
+
+# -- regression cases (revision 0006) -----------------------------------------------
+
+# A review label that names a hack, or fails a component its grader passed, makes
+# its reviewer's case for that item: the sample as logged and the reward it got,
+# graded again under every new version of the rubric before it is published.
+regression_cases = Table(
+    "regression_cases",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("rubric_name", String(128), nullable=False),
+    # The rubric version the reward was made under.
+    Column("rubric_sha256", String(64), nullable=False),
+    Column("item_id", _ROW_ID, ForeignKey("review_items.id"), nullable=False),
+    Column("label_id", _ROW_ID, ForeignKey("review_labels.id"), nullable=False),
+    # The label's version that last set the case's marks.
+    Column("label_version", Integer, nullable=False),
+    Column("reviewer", String(128), nullable=False),
+    Column("sample_id", String(512), nullable=False),
+    # The sample as logged (task, response, metrics, trajectory), or NULL when the
+    # store keeps hashes only: such a case is listed but cannot be graded again.
+    Column("sample", Text, nullable=True),
+    # JSON lists: the hack types the reviewer ticked, those of them the logged
+    # reward's violations flagged, and the components the reviewer found fooled.
+    Column("hack_types", Text, nullable=False),
+    Column("flagged_types", Text, nullable=False),
+    Column("fooled", Text, nullable=False),
+    Column("reward", Float, nullable=True),
+    # "open", "dismissed" (with who, when and why) or "retracted" (the label no
+    # longer marks a hack).
+    Column("status", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("updated_at", Float, nullable=True),
+    Column("dismissed_by", String(128), nullable=True),
+    Column("dismissed_at", Float, nullable=True),
+    Column("dismiss_reason", Text, nullable=True),
+    UniqueConstraint("item_id", "reviewer", name="uq_regression_cases_item_reviewer"),
+    Index("ix_regression_cases_rubric_status", "rubric_name", "status", "id"),
+)
+
+# An admin published a rubric version that lets open cases through.
+regression_overrides = Table(
+    "regression_overrides",
+    metadata,
+    Column("id", _ROW_ID, primary_key=True, autoincrement=True),
+    Column("rubric_name", String(128), nullable=False),
+    Column("rubric_version", Integer, nullable=False),
+    Column("rubric_sha256", String(64), nullable=False),
+    # The admin key's id, and its name as it was then.
+    Column("forced_by", String(128), nullable=False),
+    Column("forced_by_name", String(128), nullable=False),
+    Column("forced_at", Float, nullable=False),
+    # JSON: the ids of the cases let through, and each one's grading under the version.
+    Column("case_ids", Text, nullable=False),
+    Column("cases", Text, nullable=False),
+    Column("ceiling", Float, nullable=True),
+    Index("ix_regression_overrides_rubric", "rubric_name", "id"),
 )

@@ -231,6 +231,7 @@ PINNED: dict[str, list[str]] = {
         "drift_log",
         "idempotency",
         "migrations",
+        "regressions",
         "review",
         "reward_reads",
         "tables",
