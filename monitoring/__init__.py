@@ -27,5 +27,6 @@ __all__ = [
     "drift_input",
     "drift_statistics",
     "hack_rates",
+    "regressions",
     "sampling",
 ]

@@ -184,9 +184,10 @@ def _canonical(value: Any) -> Any:
 def canonical_document(spec: RubricSpec, configs: Mapping[str, GraderConfig]) -> dict[str, Any]:
     """Return the spec as JSON-ready data with each grader config validated and filled in."""
     doc = spec.model_dump(mode="json")
-    if doc.get("accepts") is None:
-        # Absent from rubrics written before it existed: their identity stays as it was.
-        doc.pop("accepts", None)
+    for optional in ("accepts", "regressions"):
+        if doc.get(optional) is None:
+            # Absent from rubrics written before it existed: their identity stays as it was.
+            doc.pop(optional, None)
     for name, config in configs.items():
         # Dumped in Python mode first so sets are still sets when they are sorted.
         raw = _canonical(config.model_dump(mode="python"))

@@ -24,6 +24,7 @@ __all__ = [
     "DriftSpec",
     "GateSpec",
     "PenaltySpec",
+    "RegressionsSpec",
     "ReviewSpec",
     "RouteMatch",
     "RouteSpec",
@@ -116,6 +117,23 @@ class ReviewSpec(_Spec):
         default=None,
         description="Show reviewers the graders' scores, violations and why an item was "
         "sampled (false: blind review). Default: the server's ARBITER_REVIEW_SHOW_SCORES.",
+    )
+
+
+class RegressionsSpec(_Spec):
+    """How the rubric's regression cases (hacks reviewers confirmed) are judged on publish."""
+
+    ceiling: Finite | None = Field(
+        default=None,
+        description="The reward above which a confirmed hack is let through: a version that "
+        "pays a case more is refused on publish. Default: just below the lowest reward of the "
+        "honest reviewed items under the new version (by margin), or the middle of the reward "
+        "range when there is none.",
+    )
+    margin: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        default=0.05,
+        description="How far below the honest floor the default ceiling lies, as a share of "
+        "the reward range's width.",
     )
 
 
@@ -280,6 +298,11 @@ class RubricSpec(_Spec):
     )
     review: ReviewSpec = Field(default_factory=ReviewSpec)
     drift: DriftSpec = Field(default_factory=DriftSpec)
+    regressions: RegressionsSpec | None = Field(
+        default=None,
+        description="The ceiling for hacks that publishing a new version holds the rubric's "
+        "open regression cases to (default: below the floor of the honest rewards).",
+    )
     routes: dict[RouteName, RouteSpec] = Field(
         default_factory=dict,
         description=(

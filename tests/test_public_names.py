@@ -142,6 +142,7 @@ PINNED: dict[str, list[str]] = {
         "drift_input",
         "drift_statistics",
         "hack_rates",
+        "regressions",
         "sampling",
     ],
     "arbiter.reward_models": [
