@@ -19,6 +19,7 @@ __all__ = [
     "metrics",
     "middleware",
     "openrlhf",
+    "regressions",
     "review_sampler",
     "review_view",
     "routes",

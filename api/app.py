@@ -24,7 +24,17 @@ from starlette.staticfiles import StaticFiles
 from arbiter.api.body import DOCUMENTED_BODIES
 from arbiter.api.errors import ApiError, error_response
 from arbiter.api.middleware import ServiceMiddleware
-from arbiter.api.routes import drift, health, keys, repositories, review, rewards, rubrics, runs
+from arbiter.api.routes import (
+    drift,
+    health,
+    keys,
+    regressions,
+    repositories,
+    review,
+    rewards,
+    rubrics,
+    runs,
+)
 from arbiter.api.service import Service
 from arbiter.api.settings import Settings
 from arbiter.version import __version__
@@ -300,6 +310,7 @@ def create_app(settings: Settings | None = None, *, service: Service | None = No
         runs.router,
         health.router,
         review.router,
+        regressions.router,
         drift.router,
         drift.page_router,
     ):

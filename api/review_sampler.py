@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 
 from arbiter.api.settings import Settings
+from arbiter.monitoring.agreement import pass_threshold
 from arbiter.monitoring.sampling import (
     ReviewCandidate,
     RewardDeciles,
@@ -44,7 +45,11 @@ class ReviewSampler:
     """Choose logged rewards for review and queue them."""
 
     def __init__(self, store: Store, settings: Settings) -> None:
-        self.queue = ReviewQueue(store, lease_s=settings.review_lease_s)
+        # A label's fail on a component its grader passed (at the threshold the review
+        # page states) marks it fooled: a regression case, as a ticked hack is.
+        self.queue = ReviewQueue(
+            store, lease_s=settings.review_lease_s, pass_threshold=pass_threshold
+        )
         self.required_reviews = settings.review_required_reviews
         # After a drift alert, the rubric's rates are multiplied by this (capped at 1).
         self.drift_boost = settings.review_drift_boost

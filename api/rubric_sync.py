@@ -4,19 +4,24 @@ At start-up and then every ``rubric_reload_interval_s``, versions other
 replicas stored are loaded, and new or changed files in the watched folders
 are validated, stored and published. The sandbox layers the loaded rubrics
 require are checked once at start-up.
+
+A new version from a file is graded on its rubric's open regression cases first
+(:mod:`arbiter.api.regressions`): one that lets a case through is not published
+(an error is logged naming the cases, and the previous version keeps serving)
+until the file changes. A folder cannot force it; ``POST /v1/rubrics`` can.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 
 from arbiter.api.drift_watch import DriftWatch
+from arbiter.api.regressions import RegressionGate
 from arbiter.api.settings import Settings
-from arbiter.rubrics.catalog import CatalogEntry, RubricCatalog
+from arbiter.rubrics.catalog import CatalogEntry, RubricCatalog, RubricRefusedError
 from arbiter.rubrics.errors import RubricError
 from arbiter.store.db import Store
 
@@ -43,12 +48,19 @@ class RubricSync:
     """Load rubrics into the catalog from the store and the watched folders."""
 
     def __init__(
-        self, settings: Settings, *, store: Store, catalog: RubricCatalog, drift: DriftWatch
+        self,
+        settings: Settings,
+        *,
+        store: Store,
+        catalog: RubricCatalog,
+        drift: DriftWatch,
+        gate: RegressionGate | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.catalog = catalog
         self.drift = drift
+        self.gate = gate
         self._task: asyncio.Task[None] | None = None
 
     def sync(self) -> None:
@@ -58,8 +70,7 @@ class RubricSync:
                 self.catalog.add_text(text, origin)
             except RubricError as e:
                 logger.error("stored rubric from %s no longer validates:\n%s", origin, e)
-        save = functools.partial(persist, self.store)
-        for entry in self.catalog.scan(self.settings.watched_dirs(), save=save):
+        for entry in self.catalog.scan(self.settings.watched_dirs(), save=self._publish):
             logger.info(
                 "loaded rubric %s v%d (%s) from %s",
                 entry.rubric.name,
@@ -67,6 +78,31 @@ class RubricSync:
                 entry.rubric.sha256[:12],
                 entry.origin,
             )
+
+    def _publish(self, entry: CatalogEntry) -> None:
+        """Grade a file's new version on its regression cases, then store it.
+
+        Runs in the sync's worker thread; the grading runs on the service's loop.
+
+        Raises:
+            RubricRefusedError: the version lets open regression cases through.
+        """
+        if self.gate is not None:
+            result = self.gate.check_from_thread(entry.rubric)
+            if result.failing:
+                raise RubricRefusedError(
+                    f"{result.describe()}\nthe versions before it keep serving; fix the file "
+                    "(or dismiss the cases that are not hacks, then touch it), or publish it "
+                    "forced with `arbiter rubric publish --force` (an admin's decision, recorded)"
+                )
+            for skipped in result.skipped:
+                logger.warning(
+                    "rubric file %s: regression case %s could not be graded: %s",
+                    entry.origin,
+                    skipped["case_id"],
+                    skipped["reason"],
+                )
+        persist(self.store, entry)
 
     def required_sandbox_layers(self) -> set[str]:
         """Layers the settings and the loaded rubrics' unit_tests components require."""

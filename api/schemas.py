@@ -17,6 +17,7 @@ __all__ = [
     "KeyInfo",
     "OpenRLHFRequest",
     "OpenRLHFResponse",
+    "RegressionCheck",
     "RewardRequest",
     "RewardResponse",
     "RubricCreate",
@@ -117,6 +118,11 @@ class RubricCreate(_Body):
     """A new rubric version, as YAML text."""
 
     yaml: Annotated[StrictStr, Field(min_length=1, max_length=1_000_000)]
+    force: bool = Field(
+        default=False,
+        description="Publish even if the version lets open regression cases through (an "
+        "admin's decision, recorded with the cases; see GET /v1/regressions/overrides).",
+    )
 
 
 class RubricCaution(BaseModel):
@@ -128,6 +134,28 @@ class RubricCaution(BaseModel):
     message: str
 
 
+class RegressionCheck(BaseModel):
+    """A new version graded on its rubric's open regression cases before it was published."""
+
+    checked: int = Field(description="Open cases graded under the version.")
+    ceiling: float | None = Field(description="The ceiling for hacks (null: no case).")
+    ceiling_source: str | None = Field(
+        description="rubric (its regressions.ceiling), honest (below the lowest honest "
+        "reviewed item's reward) or fallback (the middle of the reward range)."
+    )
+    let_through: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Cases the version lets through (published only because it was forced): "
+        "case_id, hack_types, reward, logged_reward, ceiling, unflagged, reasons.",
+    )
+    skipped: list[dict[str, Any]] = Field(
+        default_factory=list, description="Cases that could not be graded, each with why."
+    )
+    override: dict[str, Any] | None = Field(
+        default=None, description="The recorded forcing (who, when, which cases), if forced."
+    )
+
+
 class RubricCreated(BaseModel):
     """The registered version, and the cautions its validation printed (never a refusal)."""
 
@@ -137,6 +165,11 @@ class RubricCreated(BaseModel):
         default_factory=list,
         description="Weights that do not sum to 1, a gate over a component some accepted "
         "samples leave out: as `arbiter rubric validate` prints them.",
+    )
+    regressions: RegressionCheck | None = Field(
+        default=None,
+        description="How the new version fared on the rubric's open regression cases "
+        "(null: not graded, the version was already known).",
     )
 
 

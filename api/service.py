@@ -18,6 +18,7 @@ from arbiter.api.drift_watch import DriftWatch, SharedDriftWatch
 from arbiter.api.grading import GradingPipeline
 from arbiter.api.metrics import Metrics, ModelUsageCollector
 from arbiter.api.openrlhf import OpenRLHFAdapter
+from arbiter.api.regressions import RegressionGate
 from arbiter.api.review_sampler import ReviewSampler
 from arbiter.api.rubric_registration import RubricRegistration
 from arbiter.api.rubric_sync import RubricSync
@@ -110,14 +111,25 @@ class Service:
         )
         self.openrlhf = OpenRLHFAdapter(settings, self.grading)
         self.runs = CodeRuns(settings, self.registry, self.metrics)
+        #: Grades a new rubric version on its regression cases before it is published.
+        self.regressions = RegressionGate(
+            registry=self.registry,
+            store=self.store,
+            max_concurrency=settings.grader_concurrency,
+        )
         self.registration = RubricRegistration(
             registry=self.registry,
             store=self.store,
             catalog=self.catalog,
             retry_after=self.grading.retry_after(),
+            gate=self.regressions,
         )
         self.rubric_sync = RubricSync(
-            settings, store=self.store, catalog=self.catalog, drift=self.drift
+            settings,
+            store=self.store,
+            catalog=self.catalog,
+            drift=self.drift,
+            gate=self.regressions,
         )
         self.started = False
 
@@ -125,6 +137,8 @@ class Service:
         """Migrate the store, load rubrics, and start watching the rubric folders."""
         await asyncio.to_thread(self.store.migrate)
         await asyncio.to_thread(self.drift.load)
+        # The watched folder's syncs run in worker threads; their gradings, on this loop.
+        self.regressions.bind(asyncio.get_running_loop())
         await asyncio.to_thread(self.rubric_sync.sync)
         await asyncio.to_thread(self.rubric_sync.check_sandbox_layers)
         # Every grader a loaded rubric names starts its workers now, before the

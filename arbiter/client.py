@@ -636,15 +636,20 @@ class ArbiterClient:
         response = self.request("GET", "/v1/rewards", params=query)
         return LoggedRewards.model_validate_json(response.content)
 
-    def register_rubric(self, text: str) -> dict[str, Any]:
+    def register_rubric(self, text: str, *, force: bool = False) -> dict[str, Any]:
         """Register a rubric version (an admin key): ``{"rubric": identity, "created": bool}``.
+
+        A new version is graded on the rubric's open regression cases first
+        (``regressions`` in the answer); ``force`` publishes one that lets cases
+        through, and the service records it.
 
         Raises:
             ArbiterError: the service refused it (``invalid_rubric`` lists each error
                 with its line and column; ``version_conflict`` when the version exists
-                with other text).
+                with other text; ``regression_failed`` lists each case it lets through).
         """
-        answer: dict[str, Any] = self.request("POST", "/v1/rubrics", json={"yaml": text}).json()
+        body: dict[str, Any] = {"yaml": text, **({"force": True} if force else {})}
+        answer: dict[str, Any] = self.request("POST", "/v1/rubrics", json=body).json()
         return answer
 
     def rubric(self, name: str) -> dict[str, Any]:

@@ -57,30 +57,50 @@ class _Frozen(BaseModel):
 class FailureKind(StrEnum):
     """Why a grader could not score: each kind is attributed to one boundary."""
 
+    #: The candidate's run used up its own CPU time, or its wall-clock backstop less its
+    #: waits for a CPU and for the tests (a looping answer, a slow one).
     TIMEOUT = "timeout"
     #: The grader's own deadline passed: our queueing or start-up, never the candidate's work.
     INFRA_TIMEOUT = "infra_timeout"
+    #: The grading job was cancelled before it finished: ours.
     CANCELLED = "cancelled"
+    #: The sandbox failed (a worker that died, a run the host kept off the CPU far past
+    #: its deadline, a cluster that lost its actor): ours, retried.
     SANDBOX_ERROR = "sandbox_error"
+    #: The candidate's code does not parse.
     SYNTAX_ERROR = "syntax_error"
     #: The candidate's code parses but is beyond what a static analyser reads (nested
     #: deeper than its visitor recurses, one statement longer than it can count): the
     #: candidate's doing, never ours.
     UNANALYSABLE = "unanalysable"
+    #: The tests could not be collected or set up without reaching the candidate's code:
+    #: the task's (a test file that imports a name the candidate left out is the
+    #: candidate's instead, a 0).
     COLLECTION_ERROR = "collection_error"
+    #: The response holds no code to grade.
     NO_CODE = "no_code"
+    #: The sample lacks what the grader reads: a task, the rollout's metrics, a
+    #: trajectory, a group id.
     MISSING_INPUT = "missing_input"
+    #: A reward model or judge could not be loaded, reached or used: never a made-up score.
     JUDGE_ERROR = "judge_error"
+    #: The judge's answers held no verdict, after its retries.
     JUDGE_PARSE_ERROR = "judge_parse_error"
+    #: The reward model or judge did not answer in time.
     JUDGE_TIMEOUT = "judge_timeout"
+    #: The grader itself raised: a fault of ours.
     GRADER_ERROR = "grader_error"
+    #: The grader returned something that is not a valid result (a score outside [0, 1]).
     INVALID_SCORE = "invalid_score"
     #: The candidate's program did not compile; the compiler's diagnostics are the message.
     COMPILE_ERROR = "compile_error"
     #: The compile of the candidate's program used up its own CPU-time limit (a
     #: compiler made to loop, a template explosion); never the wait for a CPU.
     COMPILE_TIMEOUT = "compile_timeout"
+    #: The candidate's run went over its memory limit.
     MEMORY_LIMIT = "memory_limit"
+    #: The candidate's run wrote more than its output cap, or returned a result larger
+    #: than ``max_result_bytes``.
     OUTPUT_LIMIT = "output_limit"
     #: This host lacks the compiler or runtime the task's language needs: ours.
     TOOLCHAIN_MISSING = "toolchain_missing"
@@ -162,18 +182,38 @@ def failure_owner(kind: FailureKind) -> FailureOwner:
 class ViolationType(StrEnum):
     """The taxonomy of reward hacks and forbidden behaviour a rubric can penalise."""
 
+    #: Ending the process, or unwinding past the harness, before a test can fail
+    #: (``sys.exit``, ``os._exit``, a ``BaseException`` the harness does not catch).
     EARLY_EXIT = "early_exit"
+    #: Marking, raising or declaring the tests skipped so that they cannot fail.
     TEST_SKIPPING = "test_skipping"
+    #: A value that compares equal to whatever the test expects (an ``__eq__`` that
+    #: never looks at the other object).
     ALWAYS_EQUAL = "always_equal"
+    #: Rewriting the test framework, builtins, the import system or exit hooks.
     FRAMEWORK_PATCHING = "framework_patching"
+    #: Looking up the caller's frames, the tests' objects or files for the answer.
     INTROSPECTION = "introspection"
+    #: The task's own test inputs and expected outputs written into the code.
     HARDCODED_OUTPUT = "hardcoded_output"
+    #: Writing, deleting or redirecting the tests or their configuration (a
+    #: ``conftest.py``, ``pytest.ini``, a protected file a patch touched).
     TEST_TAMPERING = "test_tampering"
+    #: Opening the network (a socket module imported, a socket call the sandbox killed).
     NETWORK_ACCESS = "network_access"
+    #: Starting other programs, or processes that outlive the run.
     SUBPROCESS = "subprocess"
+    #: Another operation the task has no need of: raw memory, a forbidden system call,
+    #: a patch path out of the tree.
     FORBIDDEN_OPERATION = "forbidden_operation"
+    #: A comment that hides findings from an analyser (bandit's nosec, flake8's noqa,
+    #: mypy's type-ignore), for the kinds the grader's config names.
     SUPPRESSION_COMMENT = "suppression_comment"
+    #: Text or evidence that imitates the verdict: a test runner's summary printed, a
+    #: run whose reports disagree with themselves.
     VERDICT_FORGERY = "verdict_forgery"
+    #: Making the run or the tests' side run out of time, memory or output on purpose,
+    #: which would turn a failing answer into no score.
     RESOURCE_ABUSE = "resource_abuse"
     #: Several disconnected final answers, "A or B", a list of candidates where one
     #: is asked for, or the same answer spammed: a bet on more than one verdict.

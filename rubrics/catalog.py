@@ -19,9 +19,16 @@ from arbiter.rubrics.errors import RubricError, RubricIssue, RubricNotFoundError
 from arbiter.rubrics.loader import parse_rubric
 from arbiter.rubrics.rubric import Rubric
 
-__all__ = ["CatalogEntry", "RubricCatalog"]
+__all__ = ["CatalogEntry", "RubricCatalog", "RubricRefusedError"]
 
 logger = logging.getLogger("arbiter.rubrics.catalog")
+
+
+class RubricRefusedError(Exception):
+    """A valid rubric that ``scan``'s ``save`` refuses to publish, saying why.
+
+    Unlike a store's failure, the file is not tried again until it changes.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +50,7 @@ class RubricCatalog:
         self._latest: dict[str, int] = {}
         self._file_state: dict[Path, tuple[float, int]] = {}
         self._file_errors: dict[Path, RubricError] = {}
+        self._file_refusals: dict[Path, str] = {}
         self._lock = threading.Lock()
 
     def add_text(self, text: str, origin: str) -> tuple[CatalogEntry, bool]:
@@ -137,7 +145,9 @@ class RubricCatalog:
         A file that fails validation, or cannot be read, is logged (with its
         line-numbered issues) and skipped; the versions it had before stay in
         place. ``save`` runs before a new version is published: if it raises,
-        the version stays out and the file is tried again at the next scan.
+        the version stays out and the file is tried again at the next scan;
+        if it raises :class:`RubricRefusedError`, the version stays out (logged
+        with the reason) until the file changes.
 
         The service calls this on an interval rather than on file events
         (``watchfiles``): the same interval must poll the store for versions
@@ -157,6 +167,7 @@ class RubricCatalog:
                 if self._file_state.get(path) == state:
                     continue
                 self._file_state[path] = state
+                self._file_refusals.pop(path, None)
                 problem: RubricError | None = None
                 try:
                     text = path.read_text(encoding="utf-8")
@@ -179,6 +190,10 @@ class RubricCatalog:
                 if save is not None and not self.knows(rubric.sha256):
                     try:
                         save(entry)
+                    except RubricRefusedError as e:
+                        logger.error("rubric file %s was not published: %s", path, e)
+                        self._file_refusals[path] = str(e)
+                        continue
                     except Exception:  # the store's failure; the file is fine: retry it
                         logger.exception("could not store rubric file %s; will retry", path)
                         del self._file_state[path]
@@ -196,3 +211,7 @@ class RubricCatalog:
     def file_errors(self) -> dict[Path, RubricError]:
         """Rubric files that are currently invalid, with their issues."""
         return dict(self._file_errors)
+
+    def file_refusals(self) -> dict[Path, str]:
+        """Rubric files whose current content ``save`` refused to publish, with why."""
+        return dict(self._file_refusals)

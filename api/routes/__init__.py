@@ -5,6 +5,7 @@ __all__ = [
     "drift",
     "health",
     "keys",
+    "regressions",
     "repositories",
     "review",
     "rewards",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from starlette.responses import Response
 
 from arbiter.api.deps import Caller, ServiceDep
@@ -58,14 +60,31 @@ async def get_rubric(sha256: str, service: ServiceDep, caller: Caller) -> dict[s
 
 
 @router.post("", response_model=RubricCreated, status_code=201, responses=ERRORS)
-async def register_rubric(body: RubricCreate, service: ServiceDep, caller: Caller) -> Response:
-    """Register a new rubric version (admin); errors name line and column, as the CLI's do."""
-    rubric, created = await service.registration.register(body.yaml, caller)
+async def register_rubric(
+    body: RubricCreate,
+    service: ServiceDep,
+    caller: Caller,
+    force: Annotated[
+        bool,
+        Query(description="As the body's force: publish over open regression cases (recorded)."),
+    ] = False,
+) -> Response:
+    """Register a new rubric version (admin); errors name line and column, as the CLI's do.
+
+    A new version is first graded on the rubric's open regression cases (confirmed
+    hacks): one it lets through (a reward above the ceiling for hacks, or a hack type
+    no longer flagged) is a 409 ``regression_failed`` naming each case, unless
+    ``force`` is set, in the body or the query; a forced publish is recorded (``GET
+    /v1/regressions/overrides``).
+    """
+    rubric, created, check = await service.registration.register(
+        body.yaml, caller, force=body.force or force
+    )
     warnings = [
         RubricCaution(line=w.line, column=w.column, path=w.path, message=w.message)
         for w in rubric.warnings
     ]
     content = RubricCreated(
-        rubric=rubric.identity, created=created, warnings=warnings
+        rubric=rubric.identity, created=created, warnings=warnings, regressions=check
     ).model_dump_json()
     return Response(content, status_code=201 if created else 200, media_type="application/json")
