@@ -103,6 +103,13 @@ class RegressionOverride(BaseModel):
     ceiling: float | None
 
 
+def _no_nul(text: str) -> str:
+    # PostgreSQL's text cannot hold NUL: a 422 here rather than a 500 at the update.
+    if "\x00" in text:
+        raise ValueError("text must not contain NUL characters")
+    return text
+
+
 class DismissRequest(BaseModel):
     """Why the case is not a hack to keep (shown with the case)."""
 
@@ -112,6 +119,7 @@ class DismissRequest(BaseModel):
         StrictStr,
         Field(min_length=1, max_length=10_000, pattern=r"\S"),
         AfterValidator(_storable),
+        AfterValidator(_no_nul),
     ]
 
 

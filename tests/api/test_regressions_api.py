@@ -44,9 +44,13 @@ def key_id(server: Server, role: str) -> str:
     return server.keys[role].split("_")[1]
 
 
-@pytest.fixture(scope="module")
-def server(start_server: StartServer) -> Server:
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def server(request: pytest.FixtureRequest, start_server: StartServer) -> Server:
+    url = None if request.param == "sqlite" else request.getfixturevalue("module_postgres_url")
     return start_server(
+        database_url=url,
         rubrics={"reg": rubric(1)},
         grader_plugins="tests.api.plugin_graders,tests.api.naive_tests_plugin",
     )
@@ -234,7 +238,7 @@ def test_a_dismissed_case_needs_a_reason_and_no_longer_gates(
     with server.client("trainer") as http:
         assert http.post(path, json={"reason": "not mine"}).status_code == 403
     with server.client("reviewer") as http:
-        for body in ({}, {"reason": ""}, {"reason": "   "}, {"reason": 3}):
+        for body in ({}, {"reason": ""}, {"reason": "   "}, {"reason": 3}, {"reason": "a\x00b"}):
             refused = http.post(path, json=body)
             assert refused.status_code == 422, body
             assert refused.json()["code"] == "invalid_request"
