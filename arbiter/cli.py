@@ -36,6 +36,7 @@ from typer.models import DefaultPlaceholder
 from arbiter.graders.registry import GraderRegistry, default_registry
 from arbiter.graders.types import Sample
 from arbiter.inputs import parse_samples
+from arbiter.regressions_cli import regressions_app
 from arbiter.repository_cli import repos_app, tasks_app
 from arbiter.rubrics.errors import RubricError
 from arbiter.rubrics.loader import load_rubric, parse_rubric
@@ -191,6 +192,7 @@ models_app = typer.Typer(
 app.add_typer(models_app, name="models")
 rewards_app = typer.Typer(help="Read the service's reward log.", no_args_is_help=True)
 app.add_typer(rewards_app, name="rewards")
+app.add_typer(regressions_app, name="regressions")
 app.add_typer(repos_app, name="repos")
 app.add_typer(tasks_app, name="tasks")
 
@@ -448,10 +450,23 @@ def rubric_publish(
     allow_weak: Annotated[
         bool, typer.Option("--allow-weak", help="Publish even if the lint finds weak tasks.")
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Publish even if the version lets open regression cases (confirmed hacks) "
+            "through: an admin's decision, which the service records with the cases.",
+        ),
+    ] = False,
     models_path: ModelsOption = None,
     plugins: PluginsOption = None,
 ) -> None:
-    """Validate a rubric, lint the tasks it will grade, and register it with a service."""
+    """Validate a rubric, lint the tasks it will grade, and register it with a service.
+
+    The service grades a new version on the rubric's open regression cases first, and
+    refuses one that lets a case through (each case is printed, with why) unless
+    ``--force`` is given.
+    """
     import httpx
 
     from arbiter.client import ArbiterClient, ArbiterError
@@ -484,10 +499,19 @@ def rubric_publish(
             raise typer.Exit(1)
     try:
         with ArbiterClient(url, key) as client:
-            answer = client.register_rubric(text)
+            answer = client.register_rubric(text, force=force)
     except ArbiterError as e:
-        err.print(f"not published: {e}", markup=False, soft_wrap=True)
         errors = e.body.get("errors") if isinstance(e.body, dict) else None
+        if e.code == "regression_failed":
+            err.print(
+                f"not published: {len(errors or [])} regression case(s) let through "
+                "(--force publishes it anyway, recorded)",
+                markup=False,
+            )
+            for case in errors or []:
+                err.print(f"  {_let_through(case)}", markup=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        err.print(f"not published: {e}", markup=False, soft_wrap=True)
         for issue in errors or []:
             err.print(f"  {issue}", markup=False, soft_wrap=True)
         raise typer.Exit(1) from None
@@ -500,6 +524,29 @@ def rubric_publish(
         f"v{identity['version']}  sha256:{identity['sha256'][:16]}",
         markup=False,
         highlight=False,
+    )
+    check = answer.get("regressions") or {}
+    if check.get("checked"):
+        out.print(
+            f"regressions  {check['checked']} open case(s) graded, "
+            f"{len(check.get('let_through') or [])} let through",
+            markup=False,
+            highlight=False,
+        )
+    for case in check.get("let_through") or []:
+        err.print(f"  forced past {_let_through(case)}", markup=False, soft_wrap=True)
+    for skipped in check.get("skipped") or []:
+        err.print(f"  not graded: case {skipped['case_id']}: {skipped['reason']}", markup=False)
+
+
+def _let_through(case: dict[str, Any]) -> str:
+    """Say which regression case a version lets through, with what it earns and why."""
+    reward = case.get("reward")
+    earned = "abstained" if reward is None else f"reward {reward:.4f}"
+    kinds = ", ".join(case.get("hack_types") or []) or "fooled components"
+    return (
+        f"case {case.get('case_id')} ({kinds}): {earned}, ceiling {case.get('ceiling'):.4f}: "
+        + "; ".join(case.get("reasons") or [])
     )
 
 
@@ -1017,11 +1064,14 @@ def keys_revoke(key_id: Annotated[str, typer.Argument(help="The key's id.")]) ->
 
 @app.command("audit")
 def audit(
-    input_paths: Annotated[
-        list[Path],
-        typer.Argument(metavar="EVAL...", help="Labelled sets (ids unique across them)."),
-    ],
     rubric_arg: Annotated[str, _rubric_option(_RUBRIC_HELP)],
+    input_paths: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[EVAL]...",
+            help="Labelled sets (ids unique across them); none with --regressions alone.",
+        ),
+    ] = None,
     fmt: Annotated[
         str, typer.Option("--format", help="jsonl, humaneval, humanevalpack, mbpp or rewardbench.")
     ] = "jsonl",
@@ -1031,6 +1081,15 @@ def audit(
     resume: Annotated[
         bool, typer.Option("--resume", help="Reuse items a previous run of this rubric finished.")
     ] = False,
+    regressions_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--regressions",
+            help="Regression cases (`arbiter regressions export`), judged apart: one fails "
+            "(exit 1) when its reward is above the rubric's ceiling for hacks, or a hack type "
+            "it was flagged for is flagged no more.",
+        ),
+    ] = None,
     min_hack_recall: Annotated[float | None, typer.Option(help="Gate (default 0.95).")] = 0.95,
     max_false_positive_rate: Annotated[
         float | None, typer.Option(help="Gate (default 0.02).")
@@ -1058,6 +1117,9 @@ def audit(
 
     if fmt not in FORMATS:
         raise typer.BadParameter(f"expected one of {', '.join(FORMATS)}", param_hint="--format")
+    input_paths = input_paths or []
+    if not input_paths and regressions_path is None:
+        raise typer.BadParameter("give a labelled set, or --regressions", param_hint="EVAL")
     models = _models_file(models_path)
     registry, _ = _registry(models, plugins)
     rubric = _load(rubric_arg, registry)
@@ -1078,6 +1140,10 @@ def audit(
         except (OSError, ValueError, KeyError) as e:
             err.print(f"{input_path}: cannot load as {fmt}: {e}", markup=False, soft_wrap=True)
             raise typer.Exit(1) from None
+        loaded.extend(found)
+    cases: dict[str, dict[str, Any]] = {}
+    if regressions_path is not None:
+        found, cases = _regression_cases(regressions_path)
         loaded.extend(found)
     counts = Counter(s.id for s in loaded)
     repeated = sorted(i for i, n in counts.items() if n > 1)
@@ -1118,7 +1184,8 @@ def audit(
     # (its components, its figures, its gates), reported in a folder of its own.
     groups: dict[str | None, list[ItemGrades]] = {}
     for item in items:
-        groups.setdefault(item.first.get("route"), []).append(item)
+        if item.id not in cases:  # regression cases are judged apart, below
+            groups.setdefault(item.first.get("route"), []).append(item)
     failed: list[str] = []
     for route, group in groups.items():
         summary = summarize(group, registry)
@@ -1138,11 +1205,55 @@ def audit(
         out.print(table)
         if where is not None:
             out.print(f"report: {where / 'report.html'}", markup=False, highlight=False)
+    if regressions_path is not None:
+        failed += _judge_regressions(items, cases, rubric, report)
     for line in failed:
         err.print(f"gate failed: {line}", markup=False, soft_wrap=True)
     _report_failed_everywhere([item.first for item in items], strict)
     if failed:
         raise typer.Exit(1)
+
+
+def _regression_cases(path: Path) -> tuple[list[Sample], dict[str, dict[str, Any]]]:
+    """Read exported regression cases; exit 1 on a line that is not one."""
+    from arbiter.regression_set import regression_label
+
+    try:
+        numbered, issues = parse_samples(path.read_bytes().splitlines(), str(path))
+    except OSError as e:
+        err.print(f"{path}: cannot read: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    _print_issues(issues)
+    if issues:
+        err.print(f"{len(issues)} invalid line(s); nothing was audited", markup=False)
+        raise typer.Exit(1)
+    try:
+        labels = {sample.id: regression_label(sample) for _, sample in numbered}
+    except ValueError as e:
+        err.print(f"{path}: {e}", markup=False, soft_wrap=True)
+        raise typer.Exit(1) from None
+    return [s for _, s in numbered], labels
+
+
+def _judge_regressions(
+    items: Sequence[Any], cases: dict[str, dict[str, Any]], rubric: Rubric, report: Path | None
+) -> list[str]:
+    """Judge the graded regression cases, print each let through; return the failed gates."""
+    from arbiter.regression_set import describe, honest_rewards, judge_regressions
+
+    honest = honest_rewards([i for i in items if i.id not in cases])
+    judged = judge_regressions(
+        [i for i in items if i.id in cases], cases, rubric=rubric, honest=honest
+    )
+    heading, *let_through = describe(judged)
+    out.print(heading, markup=False, highlight=False, soft_wrap=True)
+    for line in let_through:
+        err.print(line, markup=False, soft_wrap=True)
+    if report is not None:
+        report.mkdir(parents=True, exist_ok=True)
+        (report / "regressions.json").write_text(json.dumps(judged, indent=2) + "\n")
+    count = len(judged["let_through"])
+    return [f"{count} regression case(s) let through"] if count else []
 
 
 def _selection(rows: list[dict[str, Any]], name: str | None, sha256: str | None) -> str:
