@@ -46,6 +46,7 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
+from arbiter.graders.languages import c_family
 from arbiter.graders.languages.base import (
     Build,
     Declared,
@@ -115,9 +116,6 @@ _UNSUPPORTED_TYPE = re.compile(
     r"istream|ostream|FILE|nullptr_t|string_view|span)\b"
 )
 
-
-#: A raw string literal's opening: its delimiter (at most 16 characters) and ``(``.
-_RAW_OPENING = re.compile(r'"([^()\\\s]{0,16})\(')
 #: ``noexcept(...)`` with its condition (no parenthesis inside it).
 _NOEXCEPT_ARGS = re.compile(r"noexcept\s*\([^()]*\)")
 #: The qualifier words a declaration's header may end with (before its body or ``;``),
@@ -152,93 +150,8 @@ def _bridge_include() -> tuple[str, ...]:
 
 
 def mask(src: str) -> str:
-    """``src`` with comments, literals and preprocessor lines blanked to spaces.
-
-    Offsets and newlines are kept, so a position in the result is the same
-    position in ``src``. String and character literals keep their quotes.
-    """
-    out = list(src)
-    n = len(src)
-    i = 0
-    line_start = True  # only blanks since the last newline
-    run_quote, run_start = -1, -1  # the last quote seen, and where its word run starts
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = src[i]
-        if c == "\n":
-            line_start = True
-            i += 1
-            continue
-        if c in " \t\r\f\v":
-            i += 1
-            continue
-        if c == "#" and line_start:
-            j = i
-            while j < n:
-                if src[j] == "\n" and (j == 0 or src[j - 1] != "\\"):
-                    break
-                if src.startswith("/*", j):  # a comment inside the directive
-                    end = src.find("*/", j + 2)
-                    j = n if end < 0 else end + 2
-                    continue
-                j += 1
-            blank(i, j)
-            i = j
-            continue
-        line_start = False
-        if src.startswith("//", i):
-            j = i
-            while j < n and not (src[j] == "\n" and src[j - 1] != "\\"):
-                j += 1
-            blank(i, j)
-            i = j
-            continue
-        if src.startswith("/*", i):
-            end = src.find("*/", i + 2)
-            j = n if end < 0 else end + 2
-            blank(i, j)
-            i = j
-            continue
-        if c == '"':
-            raw = re.search(r"(?:u8|[uUL])?R$", src[max(0, i - 3) : i])
-            if raw and (i - len(raw.group(0)) == 0 or not _is_word(src[i - len(raw.group(0)) - 1])):
-                m = _RAW_OPENING.match(src, i)
-                if m:
-                    close = ")" + m.group(1) + '"'
-                    end = src.find(close, i + len(m.group(0)))
-                    j = n if end < 0 else end + len(close)
-                    blank(i + 1, j - 1)
-                    i = j
-                    continue
-            j = _literal_end(src, i, '"')
-            blank(i + 1, j - 1)
-            i = j
-            continue
-        if c == "'":
-            # Where the run of word characters and quotes before this quote starts;
-            # a walk that reaches the previous quote's run takes its start (each
-            # character is walked once: 1'0'0'... stays linear).
-            k = i - 1
-            while k >= 0 and (_is_word(src[k]) or src[k] == "'"):
-                if k == run_quote:
-                    k = run_start - 1
-                    break
-                k -= 1
-            run_quote, run_start = i, k + 1
-            if k + 1 < i and src[k + 1].isdigit():  # a digit separator: 1'000'000
-                i += 1
-                continue
-            j = _literal_end(src, i, "'")
-            blank(i + 1, j - 1)
-            i = j
-            continue
-        i += 1
-    return "".join(out)
+    """``src`` with comments, literals and directives blanked, offsets kept (``c_family.CPP``)."""
+    return c_family.mask(c_family.CPP, src)
 
 
 def _is_word(c: str) -> bool:
@@ -259,21 +172,6 @@ def _last_word(text: str, end: int) -> str:
     ):
         start += 1
     return text[start:end]
-
-
-def _literal_end(src: str, i: int, quote: str) -> int:
-    j = i + 1
-    n = len(src)
-    while j < n:
-        if src[j] == "\\":
-            j += 2
-            continue
-        if src[j] == quote:
-            return j + 1
-        if src[j] == "\n":
-            return j
-        j += 1
-    return n
 
 
 def _close_paren(text: str, i: int) -> int:

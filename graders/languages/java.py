@@ -45,6 +45,7 @@ import tempfile
 from pathlib import Path
 from typing import ClassVar
 
+from arbiter.graders.languages import c_family
 from arbiter.graders.languages.base import (
     Build,
     Declared,
@@ -143,41 +144,8 @@ _IDENT = r"[A-Za-z_$][\w$]*"
 
 
 def mask(src: str) -> str:
-    """``src`` with comments and string/char literals blanked (newlines kept): same offsets."""
-    out = list(src)
-    i, n = 0, len(src)
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = src[i]
-        if src.startswith("//", i):
-            end = src.find("\n", i)
-            end = n if end < 0 else end
-            blank(i, end)
-            i = end
-        elif src.startswith("/*", i):
-            end = src.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            blank(i, end)
-            i = end
-        elif src.startswith('"""', i):
-            end = src.find('"""', i + 3)
-            end = n if end < 0 else end + 3
-            blank(i + 1, end - 1)
-            i = end
-        elif c in "\"'":
-            k = i + 1
-            while k < n and src[k] != c and src[k] != "\n":
-                k += 2 if src[k] == "\\" else 1
-            blank(i + 1, k)
-            i = k + 1
-        else:
-            i += 1
-    return "".join(out)
+    """``src`` with comments and literals blanked, offsets kept (``c_family.JAVA``)."""
+    return c_family.mask(c_family.JAVA, src)
 
 
 #: What names the class a brace opens: the text before it, since the last brace or ``;``,

@@ -35,6 +35,7 @@ import re
 from pathlib import Path
 from typing import ClassVar
 
+from arbiter.graders.languages import c_family
 from arbiter.graders.languages.base import (
     Build,
     Declared,
@@ -89,36 +90,8 @@ _DECLARATION = re.compile(
 
 
 def mask(src: str) -> str:
-    """``src`` with comments and string/template literals blanked (newlines kept)."""
-    out = list(src)
-    i, n = 0, len(src)
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = src[i]
-        if src.startswith("//", i):
-            end = src.find("\n", i)
-            end = n if end < 0 else end
-            blank(i, end)
-            i = end
-        elif src.startswith("/*", i):
-            end = src.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-            blank(i, end)
-            i = end
-        elif c in "\"'`":
-            k = i + 1
-            while k < n and src[k] != c and (c == "`" or src[k] != "\n"):
-                k += 2 if src[k] == "\\" else 1
-            blank(i + 1, k)
-            i = k + 1
-        else:
-            i += 1
-    return "".join(out)
+    """``src`` with comments and literals blanked, offsets kept (``c_family.JAVASCRIPT``)."""
+    return c_family.mask(c_family.JAVASCRIPT, src)
 
 
 def _depth(masked: str, stop: int) -> int:

@@ -23,22 +23,15 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from arbiter.graders.languages import cpp, go, java, javascript, rust
+from arbiter.graders.languages import c_family, cpp, java, javascript, rust
 from arbiter.graders.languages.base import Declared
 
 __all__ = ["LANGUAGES", "TextMutant", "closing", "masked", "mutants", "trivial_bodies"]
 
 
 def _go_mask(text: str) -> str:
-    """Go source with comments and literal contents blanked (the others' ``mask``, from tokens)."""
-    out = [c if c == "\n" else " " for c in text]
-    for token in go.tokenize(text):
-        if token.kind in ("string", "char"):
-            out[token.start] = text[token.start]
-            out[token.end - 1] = text[token.end - 1]
-        else:
-            out[token.start : token.end] = text[token.start : token.end]
-    return "".join(out)
+    """Go source with comments and literals blanked, offsets kept (``c_family.GO``)."""
+    return c_family.mask(c_family.GO, text)
 
 
 _MASKS: dict[str, Callable[[str], str]] = {

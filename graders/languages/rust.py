@@ -44,6 +44,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from arbiter.graders.languages import c_family
 from arbiter.graders.languages.base import (
     Build,
     Declared,
@@ -141,62 +142,8 @@ def _test_run(binary: str) -> tuple[str, ...]:
 
 
 def mask(text: str) -> str:
-    """``text`` with comments and the insides of string and char literals blanked.
-
-    The result has the same length and the same newlines, so positions carry
-    over; braces, ``fn`` and ``;`` found in it are code.
-    """
-    out = list(text)
-    n = len(text)
-    i = 0
-
-    def blank(a: int, b: int) -> None:
-        for k in range(a, min(b, n)):
-            if out[k] != "\n":
-                out[k] = " "
-
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            blank(i, j)
-            i = j
-        elif text.startswith("/*", i):
-            depth, j = 1, i + 2
-            while j < n and depth:
-                if text.startswith("/*", j):
-                    depth, j = depth + 1, j + 2
-                elif text.startswith("*/", j):
-                    depth, j = depth - 1, j + 2
-                else:
-                    j += 1
-            blank(i, j)
-            i = j
-        elif (raw := re.match(r'b?r(#*)"', text[i : i + 300])) and not _ident_char(text, i - 1):
-            close = '"' + raw.group(1)
-            j = text.find(close, i + raw.end())
-            j = n if j < 0 else j + len(close)
-            blank(i + raw.end(), j - len(close))
-            i = j
-        elif c == '"' or (c == "b" and text.startswith('b"', i) and not _ident_char(text, i - 1)):
-            j = i + (2 if c == "b" else 1)
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            blank(i + 1, j)
-            i = j + 1
-        elif c == "'":
-            lit = re.match(
-                r"'(?:\\(?:x[0-9a-fA-F]{2}|u\{[0-9a-fA-F_]{1,8}\}|.)|[^\\'\n])'", text[i:]
-            )
-            if lit:
-                blank(i + 1, i + lit.end() - 1)
-                i += lit.end()
-            else:
-                i += 1  # a lifetime
-        else:
-            i += 1
-    return "".join(out)
+    """``text`` with comments and literals blanked, offsets kept (``c_family.RUST``)."""
+    return c_family.mask(c_family.RUST, text)
 
 
 def _ident_char(text: str, i: int) -> bool:
