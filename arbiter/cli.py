@@ -33,6 +33,7 @@ from ruamel.yaml import YAML
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 from typer.models import DefaultPlaceholder
 
+from arbiter.canaries_cli import canaries_app
 from arbiter.graders.registry import GraderRegistry, default_registry
 from arbiter.graders.types import Sample
 from arbiter.inputs import parse_samples
@@ -195,6 +196,7 @@ app.add_typer(rewards_app, name="rewards")
 app.add_typer(regressions_app, name="regressions")
 app.add_typer(repos_app, name="repos")
 app.add_typer(tasks_app, name="tasks")
+app.add_typer(canaries_app, name="canaries")
 
 # Off a terminal (a pipe, a CI log) rich would assume 80 columns and fold the tables.
 out = Console(width=None if sys.stdout.isatty() else 140)
