@@ -1,5 +1,8 @@
 """Python client of the Arbiter service (httpx), sync and async.
 
+One module, one job: the trainer's client. The sync and async clients share one request
+and retry contract, and the typed results they return are defined beside it.
+
 Retries are safe by construction: every call carries an ``Idempotency-Key``
 (generated unless given) and every attempt of the call sends the same one, so a
 retried request is answered from the service's log rather than graded and
