@@ -257,7 +257,7 @@ def test_the_alert_rules_check_and_evaluate(prometheus: str) -> None:
         [promtool, "check", "rules", str(ALERTS)], capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "SUCCESS: 5 rules found" in checked.stdout + checked.stderr
+    assert "SUCCESS: 6 rules found" in checked.stdout + checked.stderr
     # Loaded by the Prometheus that scrapes the live server, every rule evaluates.
     deadline = time.monotonic() + 30
     while True:
@@ -269,6 +269,7 @@ def test_the_alert_rules_check_and_evaluate(prometheus: str) -> None:
         time.sleep(0.5)
     assert {r["name"] for r in rules} == {
         "ArbiterDriftIncidentOpen",
+        "ArbiterCanaryPassed",
         "ArbiterGraderFailureRate",
         "ArbiterStoreWritesFailing",
         "ArbiterNotReady",
