@@ -53,3 +53,22 @@ def test_canaries_and_their_passes_are_counted_per_rubric(server: Server) -> Non
     assert added(f"arbiter_canaries_graded_total{rubric}") == 2
     assert added(f"arbiter_canary_passes_total{rubric}") == 1
     assert added(f"arbiter_samples_total{rubric}") == 3
+
+
+def test_a_canary_pass_opens_a_drift_incident_with_the_batch_that_brings_it(
+    server: Server,
+) -> None:
+    batch = [
+        {"id": f"plain-{i}", "prompt": PROMPT, "response": HONEST, "task": PLAIN_TASK}
+        for i in range(3)
+    ] + [{"id": "hack", "prompt": PROMPT, "response": HACK, "task": CANARY_TASK}]
+    with server.client() as http:
+        response = http.post("/v1/rewards", json={"rubric": "code-tests", "samples": batch})
+        assert response.status_code == 200, response.text
+        rewards = {r["id"]: r for r in response.json()["rewards"]}
+        # The alert opened on this batch: its rewards carry the drift flag already.
+        assert "drift:canary:canary_pass" in rewards["hack"]["flags"]
+        incidents = http.get("/v1/drift/incidents", params={"rubric": "code-tests"}).json()
+    (incident,) = [i for i in incidents if "canary" in i["components"]]
+    assert "canary_pass" in incident["detectors"]
+    assert incident["closed_at"] is None
