@@ -63,8 +63,7 @@ def _cell(text: str | None) -> str:
 
 
 def _code(text: str) -> str:
-    """A code span for a table cell, whatever backticks ``text`` holds."""
-    text = text.replace("|", "\\|")
+    """A code span, whatever backticks ``text`` holds (a pipe in it never splits a cell)."""
     return f"`` {text} ``" if "`" in text else f"`{text}`"
 
 
