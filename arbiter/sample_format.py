@@ -98,6 +98,7 @@ def render() -> str:
         "Every example below is a line of `eval_sets/task-kinds.jsonl`; one command scores them "
         "all, each under the route of `mixed-rl` its kind takes, and each earns 1.0:",
         "",
+        "<!-- run -->",
         "```bash",
         "arbiter score --rubric mixed-rl eval_sets/task-kinds.jsonl",
         "```",

@@ -51,6 +51,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.reverse()
 
 
+#: Documentation examples run this session (tests/docs/test_examples.py records each
+#: page's count as a property, which reaches the controller under pytest-xdist too).
+_documentation_examples: list[int] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        _documentation_examples.extend(
+            int(value) for name, value in report.user_properties if name == "documentation_examples"
+        )
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _documentation_examples:
+        terminalreporter.write_line(
+            f"documentation examples run: {sum(_documentation_examples)} "
+            f"(from {len(_documentation_examples)} pages)"
+        )
+
+
 @contextmanager
 def postgres_schema() -> Iterator[str]:
     """Create a fresh schema in the PostgreSQL test database; drop it afterwards."""
