@@ -1,4 +1,4 @@
-"""The README renders as its writers meant: tables whole, the first screen before any figure."""
+"""The README renders as its writers meant: short, tables whole, a reward before any figure."""
 
 from __future__ import annotations
 
@@ -46,3 +46,9 @@ def test_the_first_screen_says_what_how_and_a_first_reward_before_any_figure() -
         r"[^\n]*\d+(?:\.\d+)? ?(?:s|ms|x|\u00d7) [^\n]*", head
     )
     assert "arbiter score --rubric mixed-rl eval_sets/task-kinds.jsonl" in text[first_reward:]
+
+
+def test_the_readme_fits_on_two_screens() -> None:
+    # Everything else is on the documentation site (docs/, `make docs`).
+    lines = README.read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; move the rest into docs/"
