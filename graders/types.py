@@ -1,5 +1,9 @@
 """The data every grader consumes and produces: Sample in, GradeResult out.
 
+One module, one job: the wire contract. Every type here crosses between trainer, service
+and graders, and the client installs this module alone, so it stays one file with no
+dependency but pydantic.
+
 A grader that cannot score returns ``score=None`` with a typed :class:`Failure`;
 it never invents a number. The rubric decides what a missing score costs.
 """

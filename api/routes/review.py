@@ -1,5 +1,8 @@
 """Human review (reviewer role; admin too): the queue, leases, labels, export, agreement.
 
+One module, one job: the review resource's routes. The queue, leases, labels, export and
+agreement share one set of request models, role checks and error answers.
+
 Blind by default: a claimed item carries the prompt, the response, the task, the
 rollout's metrics and what "pass" means for each component, but not the graders'
 scores, violations or the reason it was sampled (a reason such as
