@@ -1,5 +1,9 @@
 """The documentation site's reference pages, generated from the code at every build.
 
+One module, one job: the reference pages. Each page renders one source of truth, and
+they share one way of writing tables, anchors and links so that the strict build can
+check them.
+
 Each page is rendered from what the program itself reads, never copied by hand:
 the CLI from the typer app's click command tree, the HTTP API from the app's
 OpenAPI document, the service's settings from their model, the rubric and
