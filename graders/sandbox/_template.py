@@ -113,12 +113,23 @@ def _serve_function(code: str, declared: list[str], chan: socket.socket) -> int:
     reach its feedback.
     """
     namespace = _module("__candidate__")
+    owner = os.getpid()
+
+    def ours() -> None:
+        # A process the candidate forked comes back through here as well, holding the
+        # channel: it never speaks for the run (its frames would race the run's own,
+        # and what the run is told would hang on timing), so it leaves at once.
+        if os.getpid() != owner:
+            os._exit(0)
+
     try:
         exec(_compiled(code), namespace)
     except BaseException as e:
+        ours()
         _flush_output()
         send_frame(chan, _remote.load_failure(e))
         return 1
+    ours()
     session = _remote.Session(namespace, declared)
     _flush_output()
     send_frame(chan, session.ready())
@@ -129,6 +140,7 @@ def _serve_function(code: str, declared: list[str], chan: socket.socket) -> int:
         except EOFError:
             return 0
         reply = session.reply(request)
+        ours()
         _flush_output()
         send_frame(chan, reply)
 
