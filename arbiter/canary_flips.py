@@ -40,6 +40,7 @@ from typing import Any
 from arbiter.graders import languages
 from arbiter.graders.languages import mutation
 from arbiter.graders.languages.base import ProgramParts, UnsupportedTask
+from arbiter.graders.sandbox.syntax import parse_expression, parse_module
 from arbiter.graders.types import (
     IOCase,
     TaskSpec,
@@ -141,7 +142,7 @@ def _rendered(value: Any) -> str:
         return "set()"
     text = repr(value)
     try:
-        ok, back = _literal(ast.parse(text, mode="eval").body)
+        ok, back = _literal(parse_expression(text).body)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise _NoFlip from None
     if not ok or back != value or type(back) is not type(value):
@@ -222,7 +223,7 @@ def _tested_names(tree: ast.Module, task: TaskSpec) -> frozenset[str] | None:
 def _assert_flips(text: str, task: TaskSpec) -> Iterator[tuple[int, int, ast.Assert, str, str]]:
     """(priority, position, assert, new text, change) for each flip of ``text``'s asserts."""
     try:
-        tree = ast.parse(text)
+        tree = parse_module(text)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return
     names = _tested_names(tree, task)
@@ -287,7 +288,7 @@ def _python_flips(task: TaskSpec) -> list[Flip]:
         for priority, start, node, new, change in _assert_flips(text, task):
             if task.kind == "pytest":
                 if tree is None:
-                    tree = ast.parse(text)
+                    tree = parse_module(text)
                 file = "test_solution.py" if isinstance(tests, str) else f"test_{at}.py"
                 test = _pytest_id(tree, node, file)
             elif isinstance(tests, str):

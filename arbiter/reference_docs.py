@@ -28,6 +28,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from arbiter.graders.sandbox.syntax import parse_module
+
 __all__ = [
     "PAGES",
     "api_page",
@@ -315,7 +317,7 @@ def _who(route: Any, endpoint: Any) -> str:
     if not needs_key(route.dependant):
         return "no key"
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(endpoint)))
+        tree = parse_module(textwrap.dedent(inspect.getsource(endpoint)))
     except (OSError, TypeError, SyntaxError):
         return "a key"
     roles: list[str] = []
