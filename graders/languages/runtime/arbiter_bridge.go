@@ -819,6 +819,9 @@ func Serve(funcs map[string]interface{}) {
 		os.Exit(98)
 	}
 	in := bufio.NewReader(conn)
+	// A process the candidate forks (a raw fork system call) comes back through here
+	// as well, holding the channel: it never answers for the run, so it leaves at once.
+	owner := os.Getpid()
 	die := func(format string, args ...interface{}) {
 		fmt.Fprintf(os.Stderr, "arbiter bridge: "+format+"\n", args...)
 		os.Exit(98)
@@ -853,6 +856,9 @@ func Serve(funcs map[string]interface{}) {
 			}
 		}
 		outs, message, panicked := invoke(fv, ins)
+		if os.Getpid() != owner {
+			syscall.Exit(0)
+		}
 		var reply []byte
 		if panicked {
 			reply = appendString([]byte("x"), message)
