@@ -37,7 +37,7 @@ from arbiter.monitoring.drift_alerts import (
     StreamKey,
     Verdict,
 )
-from arbiter.monitoring.drift_config import DriftConfig
+from arbiter.monitoring.drift_config import DriftConfig, warmup_progress
 from arbiter.monitoring.drift_input import RewardBatch, RewardLike, batch_from_rewards
 from arbiter.monitoring.drift_statistics import (
     benjamini_hochberg,
@@ -695,25 +695,14 @@ class DriftMonitor:
         if key in self._rates:
             return self._rates[key].progress()
         stream = self._streams[key]
-        cfg = stream.config
-        if stream.reference is not None:
-            needed = cfg.reference_windows * cfg.window
-            return {"phase": "watching", "samples": needed, "needed": needed, "fraction": 1.0}
-        pending = int(stream.pending.shape[0])
-        if stream.windows < cfg.warmup_windows:
-            phase = "warmup"
-            samples = stream.windows * cfg.window + pending
-            needed = (cfg.warmup_windows + cfg.reference_windows) * cfg.window
-        else:
-            phase = "reference"
-            samples = int(stream.reference_rows.shape[0]) + pending
-            needed = cfg.reference_windows * cfg.window
-        return {
-            "phase": phase,
-            "samples": samples,
-            "needed": needed,
-            "fraction": round(min(1.0, samples / needed), 4),
-        }
+        return warmup_progress(
+            stream.config,
+            stream.config.window,
+            watching=stream.reference is not None,
+            windows=stream.windows,
+            pending=int(stream.pending.shape[0]),
+            collected=int(stream.reference_rows.shape[0]),
+        )
 
     def series(self, key: StreamKey) -> list[tuple[int, float]]:
         """Return a stream's latest window means, (window index, mean), oldest first."""

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["DriftConfig"]
+__all__ = ["DriftConfig", "warmup_progress"]
 
 Probability = Annotated[float, Field(gt=0.0, lt=1.0)]
 Positive = Annotated[float, Field(gt=0.0, allow_inf_nan=False)]
@@ -140,3 +140,48 @@ class DriftConfig(BaseModel):
     )
 
     seed: int = Field(default=0, description="Seeds the bootstraps (mixed with each stream key).")
+
+
+def warmup_progress(
+    config: DriftConfig,
+    window: int,
+    *,
+    watching: bool,
+    windows: int,
+    pending: int,
+    collected: int,
+    reference_needed: bool = True,
+) -> dict[str, object]:
+    """Say how far a stream is from being watched: its phase and samples against need.
+
+    ``phase`` is ``warmup`` (its first windows, ignored), ``reference`` (collecting the
+    windows it will be compared with) or ``watching``; ``samples`` and ``needed`` count
+    toward the end of the current phase's collection (warm-up and reference together
+    while in warm-up), so ``samples / needed`` is the progress a page can draw.
+
+    Args:
+        config: The stream's thresholds.
+        window: Observations per window of this stream.
+        watching: Whether the stream's reference is frozen.
+        windows: Windows the stream has completed.
+        pending: Observations of the window in progress.
+        collected: Observations already in the reference being collected.
+        reference_needed: False for a stream watched from its first observation.
+    """
+    if watching:
+        needed = config.reference_windows * window if reference_needed else 0
+        return {"phase": "watching", "samples": needed, "needed": needed, "fraction": 1.0}
+    if windows < config.warmup_windows:
+        phase = "warmup"
+        samples = windows * window + pending
+        needed = (config.warmup_windows + config.reference_windows) * window
+    else:
+        phase = "reference"
+        samples = collected + pending
+        needed = config.reference_windows * window
+    return {
+        "phase": phase,
+        "samples": samples,
+        "needed": needed,
+        "fraction": round(min(1.0, samples / needed), 4),
+    }

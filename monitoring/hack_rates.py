@@ -39,7 +39,7 @@ from arbiter.monitoring.drift_alerts import (
     StreamKey,
     Verdict,
 )
-from arbiter.monitoring.drift_config import DriftConfig
+from arbiter.monitoring.drift_config import DriftConfig, warmup_progress
 from arbiter.monitoring.drift_statistics import fisher_rise_p
 
 __all__ = [
@@ -49,7 +49,6 @@ __all__ = [
     "RateStream",
     "RateStreamState",
     "RateWindow",
-    "is_rate_stream",
 ]
 
 Floats = npt.NDArray[np.float64]
@@ -65,11 +64,6 @@ CANARY_STREAM = "canary"
 GROUP_WINDOW_DIVISOR = 4
 #: Window rates kept per stream for display, as the score streams keep their means.
 SERIES_WINDOWS = 120
-
-
-def is_rate_stream(component: str) -> bool:
-    """Return whether a stream's component name is one of the rate streams."""
-    return component.startswith(HACK_PREFIX) or component in (GROUP_STREAM, CANARY_STREAM)
 
 
 class RateStreamState(BaseModel):
@@ -261,24 +255,15 @@ class RateStream:
 
     def progress(self) -> dict[str, object]:
         """Say how far the stream is from being watched (a canary is watched at once)."""
-        cfg = self.config
-        if self.reference is not None:
-            needed = 0 if self.is_canary else cfg.reference_windows * self.size
-            return {"phase": "watching", "samples": needed, "needed": needed, "fraction": 1.0}
-        if self.windows < cfg.warmup_windows:
-            phase = "warmup"
-            samples = self.windows * self.size + self.pending_n
-            needed = (cfg.warmup_windows + cfg.reference_windows) * self.size
-        else:
-            phase = "reference"
-            samples = self.reference_n + self.pending_n
-            needed = cfg.reference_windows * self.size
-        return {
-            "phase": phase,
-            "samples": samples,
-            "needed": needed,
-            "fraction": round(min(1.0, samples / needed), 4),
-        }
+        return warmup_progress(
+            self.config,
+            self.size,
+            watching=self.reference is not None,
+            windows=self.windows,
+            pending=self.pending_n,
+            collected=self.reference_n,
+            reference_needed=not self.is_canary,
+        )
 
     def restarted(self) -> RateStream:
         """Return the stream with its reference forgotten (no warm-up) and no alerts open."""
