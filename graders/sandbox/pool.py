@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import base64
+import concurrent.futures
 import contextlib
 import logging
 import os
@@ -36,7 +37,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import arbiter
 from arbiter.graders.credit import ours
@@ -214,6 +215,42 @@ REPORT_GRACE_S = 5.0
 _SLOT_DIRS = ("runs",)
 
 
+_T = TypeVar("_T")
+_spawner_lock = threading.Lock()
+_spawner: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def _forget_spawner() -> None:
+    global _spawner
+    _spawner = None
+
+
+os.register_at_fork(after_in_child=_forget_spawner)
+
+
+def on_lasting_thread(fn: Callable[[], _T]) -> _T:
+    """Call ``fn`` on a thread that lives as long as this process, and return its result.
+
+    Our hosts and zygotes set PR_SET_PDEATHSIG, which fires when the *thread*
+    that started them exits, not their parent process. Started from a grading's
+    worker thread (an executor shut down after its batch, an event loop's
+    default executor), a host was killed under the next job: a fault of ours
+    that paid nothing and cost a retry. Started here, a child dies with the
+    process, as PDEATHSIG is meant to say.
+    """
+    global _spawner
+    me = threading.current_thread()
+    if me is threading.main_thread() or me.name.startswith("arbiter-spawner"):
+        return fn()
+    with _spawner_lock:
+        if _spawner is None:
+            _spawner = concurrent.futures.ThreadPoolExecutor(
+                1, thread_name_prefix="arbiter-spawner"
+            )
+        future = _spawner.submit(fn)
+    return future.result()
+
+
 def spawn_boot(
     boot: str, *, pythonpath: str, home: str, cwd: str, log_path: str
 ) -> tuple[subprocess.Popen[bytes], socket.socket]:
@@ -235,14 +272,16 @@ def spawn_boot(
     }
     log = open(log_path, "wb")  # noqa: SIM115 - handed to the child, closed below
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-s", "-c", boot, str(theirs.fileno())],
-            pass_fds=[theirs.fileno()],
-            env=env,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
+        proc = on_lasting_thread(
+            lambda: subprocess.Popen(
+                [sys.executable, "-s", "-c", boot, str(theirs.fileno())],
+                pass_fds=[theirs.fileno()],
+                env=env,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+            )
         )
     except BaseException:
         ours.close()

@@ -30,5 +30,6 @@ def test_make_repo_tasks_validate_and_keep_their_tests_hidden(
         assert row["gold_patch"].startswith("diff --git ")
     validated = validate_tasks(rows, grading, repeats=2)
     summary = validated.summary()["total"]
-    assert summary["tasks"] == 2 and summary["valid"] == 2, validated.rows
+    why = [(r["id"], r["refused"], r["flaky"], r["gold_failures"]) for r in validated.rows]
+    assert summary["tasks"] == 2 and summary["valid"] == 2, why
     assert summary["gold_resolved"] == 2 and summary["noop_resolves_any"] == 0

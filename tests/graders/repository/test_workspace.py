@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from arbiter.graders.repository.grading import RepositoryGrading, RepositorySettings
+from arbiter.graders.repository.workspace import WorkspaceHost
 
 from .conftest import BugTask
 from .naive_harness import make_patch
@@ -89,6 +92,24 @@ def test_a_workspace_resets_without_copying_the_tree(
     times = grading.host.resets(str(bug.snapshot.tree), 10)
     assert len(times) == 10 and all(t > 0 for t in times)
     assert not (bug.snapshot.tree / ".reset-probe").exists()
+
+
+def test_a_host_started_by_a_thread_that_has_ended_still_serves(bug: BugTask) -> None:
+    # PR_SET_PDEATHSIG fires when the thread that started a child exits: a host
+    # started by a batch's worker thread died under the next batch's first job
+    # ("a workspace ended without a report"). Hosts are started on a lasting thread.
+    host = WorkspaceHost(slots=1)
+    try:
+        starter = threading.Thread(target=host.start)
+        starter.start()
+        starter.join()
+        started = host._proc
+        assert started is not None
+        time.sleep(0.5)  # the signal is asynchronous
+        assert started.poll() is None, "the host died with the thread that started it"
+        assert host.resets(str(bug.snapshot.tree), 2) and host._proc is started
+    finally:
+        host.close()
 
 
 def test_a_loop_in_the_patch_is_the_candidates_timeout(
