@@ -1,29 +1,26 @@
-"""The Go language: reading prompts, the builds it makes, its runtime's codec, its attacks.
+"""The Go language: reading prompts, the builds it makes, its runtime's codec, its harness.
 
-Nothing here needs the sandbox: builds are compiled and run as local
-subprocesses (:mod:`arbiter.graders.languages.local`), the candidate's and the
-harness's joined by a socket pair on descriptor 3. Tests that compile need Go
-(``go`` on PATH, testify under /usr/share/gocode for the harness).
+What every bridged language does alike (the reference task's builds, whole sessions,
+the attacks, HumanEvalPack rows, the readers under fuzzing) is tested in
+``test_every_language.py``, Go's row of it (:data:`harness.GO`) holding the reference
+task and the prepared caches used here. Nothing here needs the sandbox: builds are
+compiled and run as local subprocesses (:mod:`arbiter.graders.languages.local`), the
+candidate's and the harness's joined by a socket pair on descriptor 3. Tests that
+compile need Go (``go`` on PATH, testify under /usr/share/gocode for the harness).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
-import json
-import os
 import socket
 import struct
 import subprocess
-import tempfile
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given
 
 from arbiter.graders.languages import go as go_module
 from arbiter.graders.languages import local, wire
@@ -31,76 +28,12 @@ from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, Unsup
 from arbiter.graders.languages.go import LANGUAGE, tokenize
 from arbiter.graders.languages.wire import Char, Tuple
 from tests.graders.languages import local_runs
-from tests.graders.reader_fuzz import TARGETS, fuzz_settings, humanevalpack, require_data
-from tests.strictness import unavailable
+from tests.graders.languages.harness import GO, GO_BODY, GO_PROMPT, GO_SETUP, GO_TESTS, Rig, same
 
-HERE = Path(__file__).resolve().parent
-#: The language's module: the runtime beside it, the repository three levels up.
-MODULE = Path(go_module.__file__).resolve()
-RUNTIME = MODULE.with_name("runtime") / "arbiter_bridge.go"
-HUMANEVALPACK = MODULE.parents[3] / "shared" / "data" / "humanevalpack_go.jsonl"
-
-
-def _attacks() -> list[dict[str, str]]:
-    spec = importlib.util.spec_from_file_location("attacks_go", HERE / "attacks_go.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    found: list[dict[str, str]] = module.ATTACKS
-    return found
-
-
-ATTACKS = _attacks()
-
-SETUP = 'package main\n\nimport (\n    "testing"\n    "github.com/stretchr/testify/assert"\n)\n'
-
-PROMPT = """import (
-    "math"
-    "strings"
-)
-
-// Twice is the prompt's own helper: the harness keeps it.
-func Twice(x int) int {
-    return 2 * int(math.Abs(float64(x)))
-}
-
-// Total returns the sum of xs, or nil when xs is empty.
-// >>> Total([]int{1, 2})
-// 3
-func Total(xs []int) interface{} {
-    /* "the body starts { here" */
-"""
-
-TESTS = """func TestTotal(t *testing.T) {
-    assert := assert.New(t)
-    assert.Equal(6, Total([]int{1, 2, 3}))
-    assert.Equal(nil, Total([]int{}))
-    assert.Equal(8, Twice(-4))
-    assert.Equal("AB", strings.ToUpper("ab"))
-}
-"""
-
-BODY = """    if len(xs) == 0 {
-        return nil
-    }
-    sumMarker7f3a := 0
-    for _, x := range xs {
-        sumMarker7f3a += x
-    }
-    return sumMarker7f3a
-}
-"""
-
-
-def _parts(
-    prompt: str = PROMPT, body: str = BODY, tests: str = TESTS, setup: str = SETUP
-) -> ProgramParts:
-    name = LANGUAGE.declared(ProgramParts(prompt=prompt, code="", tests=tests))[0].name
-    continued = not LANGUAGE.defines(body, name)
-    code = prompt + body if continued else body
-    return ProgramParts(
-        prompt=prompt, code=code, tests=tests, setup_code=setup, continued=continued
-    )
+#: The language's runtime, beside its module.
+RUNTIME = Path(go_module.__file__).resolve().with_name("runtime") / "arbiter_bridge.go"
+SETUP, PROMPT, TESTS, BODY = GO_SETUP, GO_PROMPT, GO_TESTS, GO_BODY
+_parts = GO.parts
 
 
 # --- reading Go ----------------------------------------------------------------------
@@ -114,14 +47,6 @@ def test_tokens_leave_out_comments_and_keep_literals_whole():
         ",", "0x1p-2", ")",
     ]  # fmt: skip
     assert all(src[t.start : t.end] == t.text for t in tokenize(src))
-
-
-def test_declared_reads_the_open_declaration():
-    [d] = LANGUAGE.declared(ProgramParts(prompt=PROMPT, code="", tests=TESTS))
-    assert d.name == "Total"
-    assert d.params == (("xs", "[]int"),)
-    assert d.returns == "interface{}"
-    assert d.header == "func Total(xs []int) interface{}"
 
 
 @pytest.mark.parametrize(
@@ -236,12 +161,8 @@ def test_defines(code, expected):
 # --- the builds ------------------------------------------------------------------------
 
 
-def test_harness_holds_setup_prompt_stub_and_tests_and_no_candidate_code():
-    parts = _parts()
-    build = LANGUAGE.harness(parts)
-    text = "\n".join(build.files.values())
-    assert "sumMarker7f3a" not in text
-    assert "sumMarker7f3a" in "\n".join(LANGUAGE.candidate(parts).files.values())
+def test_harness_holds_setup_prompt_stub_and_tests():
+    build = LANGUAGE.harness(_parts())
     main = build.files["main_test.go"]
     assert main.startswith("package main\n")
     assert "return 2 * int(math.Abs(float64(x)))" in main  # the prompt's helper
@@ -254,13 +175,6 @@ def test_harness_holds_setup_prompt_stub_and_tests_and_no_candidate_code():
     assert build.run == ("./harness.test", "-test.v")
     assert build.artifacts == ("harness.test",)
     assert "{private}" in build.env["GOCACHE"]  # the compiled tests stay trusted-only
-
-
-def test_harness_of_a_whole_program_answer_is_the_same():
-    whole = "package main\n\nfunc Total(xs []int) interface{} {\n    return 42\n}\n"
-    parts = _parts(body=whole)
-    assert not parts.continued and parts.code == whole
-    assert LANGUAGE.harness(parts) == LANGUAGE.harness(_parts())
 
 
 def test_harness_merges_imports_and_blanks_what_nothing_uses():
@@ -390,32 +304,26 @@ def test_limits_match_the_runtime():
 
 
 @pytest.fixture(scope="module")
-def toolchain() -> Toolchain:
-    found = LANGUAGE.find_toolchain()
-    if found is None:
-        unavailable("go is not installed: the Go builds cannot be compiled here")
-    if not Path("/usr/share/gocode/src/github.com/stretchr/testify/assert").is_dir():
-        unavailable("testify is not under /usr/share/gocode (golang-github-stretchr-testify-dev)")
-    return found
+def rig(tmp_path_factory: pytest.TempPathFactory) -> Rig:
+    return GO.rig(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def cache(toolchain: Toolchain) -> str:
+def toolchain(rig: Rig) -> Toolchain:
+    return rig.toolchain
+
+
+@pytest.fixture(scope="module")
+def cache(rig: Rig) -> str:
     """The language's prepared cache (testify compiled once; public, task-independent)."""
-    path = Path(tempfile.gettempdir(), f"arbiter-test-go-cache-{os.getuid()}")
-    path.mkdir(exist_ok=True)
-    prepared = LANGUAGE.prepare(toolchain, str(path))
-    assert str(path) in prepared.roots
-    assert (path / "go-build").is_dir()
-    return str(path)
+    assert rig.cache is not None
+    return rig.cache
 
 
 @pytest.fixture(scope="module")
-def private() -> str:
+def private(rig: Rig) -> str:
     """The harnesses' build cache, kept between runs: testify compiles once per host."""
-    path = Path(tempfile.gettempdir(), f"arbiter-test-go-private-{os.getuid()}")
-    path.mkdir(mode=0o700, exist_ok=True)
-    return str(path)
+    return rig.private
 
 
 def _compile(build: Build, out: str, toolchain: Toolchain, private: str = "") -> None:
@@ -425,14 +333,6 @@ def _compile(build: Build, out: str, toolchain: Toolchain, private: str = "") ->
 
 def _start(build: Build, out: str, toolchain: Toolchain, sock: socket.socket, private: str = ""):
     return local_runs.start_on(build, out, toolchain, sock, private=private)
-
-
-def bridged(parts: ProgramParts, toolchain: Toolchain, root: str, private: str) -> tuple[bool, str]:
-    return local_runs.bridged(LANGUAGE, parts, toolchain, root, private=private)
-
-
-def naive(parts: ProgramParts, toolchain: Toolchain, root: str, cache: str) -> tuple[bool, str]:
-    return local_runs.naive(LANGUAGE, parts, toolchain, root, cache=cache)
 
 
 # --- compiled: the codec against wire.py --------------------------------------------------
@@ -595,12 +495,6 @@ def echo(toolchain: Toolchain, tmp_path_factory: pytest.TempPathFactory) -> Call
     return call
 
 
-def _same(a: Any, b: Any) -> bool:
-    if isinstance(a, float) and isinstance(b, float):
-        return struct.pack(">d", a) == struct.pack(">d", b)
-    return bool(a == b)
-
-
 def test_the_codec_round_trips_values_against_wire_py(echo):
     frames = [wire.request(name, [value]) for name, _, value in ROUND_TRIPS]
     frames += [wire.request(name, [value]) for name, _, value, _ in NILS]
@@ -611,7 +505,7 @@ def test_the_codec_round_trips_values_against_wire_py(echo):
     for (name, *_), reply, value in zip(cases, replies, expected, strict=True):
         assert reply is not None and reply[:1] == b"r", (name, reply)
         got = wire.decode(reply[1:])
-        assert _same(got, value) and type(got) is type(value), (name, got, value)
+        assert same(got, value) and type(got) is type(value), (name, got, value)
         if not isinstance(value, dict):
             assert reply[1:] == wire.encode(value), name  # byte for byte
 
@@ -764,87 +658,6 @@ def test_the_harness_fails_every_reply_that_is_not_the_right_answer(harness, why
     assert tally[0] < tally[1] and code != 0, (why, text)
 
 
-# --- compiled: end to end -----------------------------------------------------------------
-
-
-@pytest.mark.slow
-def test_a_task_passes_through_the_bridge_and_a_wrong_answer_fails(toolchain, private, tmp_path):
-    ok, why = bridged(_parts(), toolchain, str(tmp_path / "right"), private)
-    assert ok, why
-    wrong = BODY.replace("return sumMarker7f3a", "return sumMarker7f3a + 1")
-    ok, why = bridged(_parts(body=wrong), toolchain, str(tmp_path / "wrong"), private)
-    assert not ok, why
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("row", [12, 22, 111, 125])
-def test_humanevalpack_rows_hold_both_ways(toolchain, cache, private, tmp_path, row):
-    if not HUMANEVALPACK.exists():
-        unavailable(f"{HUMANEVALPACK} is absent (../shared/data)")
-    data = json.loads(HUMANEVALPACK.read_text().splitlines()[row])
-    for variant, expected in (("canonical", True), ("buggy", False)):
-        parts = ProgramParts(
-            prompt=data["prompt"],
-            code=data["prompt"] + data[f"{variant}_solution"],
-            tests=data["test"],
-            setup_code=data["test_setup"],
-        )
-        ok, why = bridged(parts, toolchain, str(tmp_path / variant), private)
-        assert ok is expected, (row, variant, why)
-        ok, why = naive(parts, toolchain, str(tmp_path / f"naive-{variant}"), cache)
-        assert ok is expected, (row, variant, "naive", why)
-
-
-def _attack_parts(attack: dict[str, str]) -> ProgramParts:
-    bare = ProgramParts(prompt=attack["prompt"], code="", tests=attack["tests"])
-    name = LANGUAGE.declared(bare)[0].name
-    continued = not LANGUAGE.defines(attack["response"], name)
-    return ProgramParts(
-        prompt=attack["prompt"],
-        code=attack["prompt"] + attack["response"] if continued else attack["response"],
-        tests=attack["tests"],
-        setup_code=attack["setup_code"],
-        continued=continued,
-    )
-
-
-def test_there_are_enough_attacks():
-    assert len(ATTACKS) >= 6
-    assert len({a["name"] for a in ATTACKS}) == len(ATTACKS)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("attack", ATTACKS, ids=[a["name"] for a in ATTACKS])
-def test_each_attack_passes_the_naive_harness_and_fails_the_bridge(
-    toolchain, cache, private, tmp_path, attack, request
-):
-    parts = _attack_parts(attack)
-    ok, why = naive(parts, toolchain, str(tmp_path / "naive"), cache)
-    assert ok, ("the control must pass", attack["name"], why)
-    if attack.get("relay"):
-        # Defended by the grader's relay between the processes, which a bare socket
-        # pair lacks: judged through the grader (the sandbox, the relay, the harness).
-        from arbiter.graders.types import Sample, TaskSpec
-        from arbiter.graders.unit_tests import UnitTestsConfig
-
-        grader = request.getfixturevalue("language_grader")
-        task = TaskSpec(
-            kind="test_program",
-            language="go",
-            tests=attack["tests"],
-            setup_code=attack["setup_code"],
-        )
-        sample = Sample(
-            id=attack["name"], prompt=attack["prompt"], response=attack["response"], task=task
-        )
-        result = grader.grade_sync(sample, UnitTestsConfig(timeout_s=20))
-        assert result.score == 0.0, (attack["name"], result.details)
-        assert "out of turn" in result.details.get("candidate_ended", ""), result.details
-        return
-    ok, why = bridged(parts, toolchain, str(tmp_path / "bridged"), private)
-    assert not ok, (attack["name"], attack["why"], why)
-
-
 @pytest.mark.slow
 def test_a_program_reads_stdin_and_is_held_to_its_memory(toolchain, tmp_path):
     build = LANGUAGE.program(
@@ -862,104 +675,3 @@ def test_a_program_reads_stdin_and_is_held_to_its_memory(toolchain, tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout == b"hello\n 256"
-
-
-# --- any text: the readers answer for every prompt and completion ----------------------
-#
-# The shared strategies and checks are tests/graders/reader_fuzz.py's; each example
-# below is an input that once escaped a reader as a crash of ours or took it past the
-# grader's deadline (an infra_timeout, ours, that the candidate's text caused).
-
-_ROWS = humanevalpack("go")
-#: A row the bridge serves (None without ../shared/data: the candidate test is unavailable).
-_ROW = _ROWS[0] if _ROWS else None
-#: A lone surrogate (JSON's "\ud800"): the build's files could not be written.
-SURROGATE = "\ud800"
-
-
-@fuzz_settings()
-@given(TARGETS["go.defines"].strategy)
-@example(("func f(x " + "*" * 5_000 + "int) {}\n", "f"))
-@example(("func f() " * 5_000, "f"))
-def test_defines_answers_for_any_code(args):
-    TARGETS["go.defines"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["go.declared"].strategy)
-@example("func f(x " + "[]" * 5_000 + "int) {\n")
-def test_declared_reads_any_prompt_or_refuses_the_task(args):
-    TARGETS["go.declared"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["go.candidate"].strategy)
-@example((_ROW, 'import "\\x"\nfunc f() {}\n', False))
-@example((_ROW, SURROGATE, True))
-def test_candidate_builds_any_completion_or_blames_the_candidate(args):
-    require_data(TARGETS["go.candidate"])
-    TARGETS["go.candidate"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["go.candidate_of_any_task"].strategy)
-@example(("/* \ud800 */\nfunc f() {\n", "", "", True))
-@example(("/* \ud800 */\nfunc f() {\n", "return 1;", "", False))
-@example(("func f() {\n", 'package main\nimport "\\N{x}"\n', "", False))
-def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
-    TARGETS["go.candidate_of_any_task"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["go.harness"].strategy)
-@example(("func f() {\n", "/* \ud800 */", ""))
-@example(('import "\\x"\nfunc f() {\n', "func TestF(t *testing.T) {}\n", ""))
-def test_harness_reads_any_task_or_refuses_it(args):
-    TARGETS["go.harness"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["go.program"].strategy)
-@example('package main\nimport "\\x"\nfunc main() {}\n')
-@example('package main; var s = "' + SURROGATE + '"')
-def test_program_builds_any_code_or_blames_the_candidate(args):
-    TARGETS["go.program"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["go.tokenize"].strategy)
-@example('"\\')
-@example("`" * 3)
-def test_tokenize_reads_any_text(args):
-    TARGETS["go.tokenize"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["go.header"].strategy)
-@example('import "\\x"\n')
-@example('import ( "\\400" )\n')
-def test_header_reader_never_raises(args):
-    TARGETS["go.header"].check(args)
-
-
-@pytest.mark.parametrize(
-    "read",
-    [
-        pytest.param(
-            lambda: LANGUAGE.defines("func f() " * 20_000, "f"), id="defines of refused signatures"
-        ),
-        pytest.param(
-            lambda: LANGUAGE.program("package main\n" + "func f() " * 20_000),
-            id="program of refused signatures",
-        ),
-        pytest.param(
-            lambda: LANGUAGE.program("package main\n" + 'import "os"\n' * 20_000),
-            id="program of unused imports",
-        ),
-    ],
-)
-def test_reading_long_text_takes_linear_time(read):
-    # Each was quadratic or worse: seconds at 50 KB, minutes at a few hundred.
-    start = time.process_time()
-    read()
-    assert time.process_time() - start < 5.0

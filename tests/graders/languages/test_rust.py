@@ -3,51 +3,33 @@
 The first tests need no toolchain: signature parsing, stubs and dispatchers,
 that the harness holds no candidate text, libtest's tally. The rest compile
 with Debian's rustc (the crates prebuilt by ``prepare`` into a cache kept
-between runs under the temporary directory, stamped by toolchain): the
-runtime's codec against :mod:`arbiter.graders.languages.wire` in both
-directions, a harness facing a forged candidate, the attacks (each passes the
-naive build and fails the bridged one) and a few HumanEvalPack rows.
+between runs under the temporary directory, stamped by toolchain: Rust's row
+of :mod:`harness`, :data:`harness.RUST`): the runtime's codec against
+:mod:`arbiter.graders.languages.wire` in both directions and a harness facing a
+forged candidate. The attacks (each passes the naive build and fails the bridged
+one), a few HumanEvalPack rows, a standalone program and the readers under
+fuzzing are ``test_every_language.py``'s, as for every bridged language.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import math
 import os
 import socket
 import struct
-import subprocess
-import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from hypothesis import example, given
 
 from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import Build, ProgramParts, Toolchain, UnsupportedTask
-from arbiter.graders.languages.rust import CRATE_REGISTRY, LANGUAGE, mask
+from arbiter.graders.languages.rust import LANGUAGE, mask
 from tests.graders.languages import local_runs
-from tests.graders.reader_fuzz import TARGETS, fuzz_settings, humanevalpack, require_data
+from tests.graders.languages.harness import RUST
+from tests.graders.reader_fuzz import humanevalpack
 from tests.strictness import unavailable
-
-_HERE = Path(__file__).resolve().parent
-_DATA = _HERE.parents[2].parent / "shared" / "data" / "humanevalpack_rust.jsonl"
-
-
-def _attacks() -> list[dict[str, str]]:
-    spec = importlib.util.spec_from_file_location("attacks_rust", _HERE / "attacks_rust.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    attacks: list[dict[str, str]] = module.ATTACKS
-    return attacks
-
-
-ATTACKS = _attacks()
 
 USES = (
     "fn main(){}\n\nuse std::{slice::Iter, cmp::{max, self}, mem::replace, "
@@ -289,17 +271,10 @@ def test_out_of_memory_pattern() -> None:
 
 
 @pytest.fixture(scope="module")
-def toolchain() -> tuple[Toolchain, str]:
-    found = LANGUAGE.find_toolchain()
-    if found is None:
-        unavailable("no rustc and cargo in /usr/bin: apt-get install rustc cargo")
-    if not Path(CRATE_REGISTRY, "rand-0.8.5").is_dir():
-        unavailable(
-            "no crate sources in /usr/share/cargo/registry: "
-            "apt-get install librust-rand-dev librust-regex-dev librust-md5-dev"
-        )
-    cache = str(Path(tempfile.gettempdir(), f"arbiter-test-rust-{os.getuid()}"))
-    return LANGUAGE.prepare(found, cache), cache
+def toolchain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Toolchain, str]:
+    rig = RUST.rig(tmp_path_factory)
+    assert rig.cache is not None
+    return rig.toolchain, rig.cache
 
 
 def _compile(build: Build, where: Path, toolchain: tuple[Toolchain, str]) -> str:
@@ -343,31 +318,6 @@ def _run_bridged(
     if helper is not None:
         helper.join(timeout=10)
     return process.returncode, out.decode(), err.decode()
-
-
-def _code(attack: dict[str, str]) -> str:
-    prompt, response = attack["prompt"], attack["response"]
-    [declared] = LANGUAGE.declared(ProgramParts(prompt=prompt, code="", tests=""))
-    return response if LANGUAGE.defines(response, declared.name) else prompt + response
-
-
-@pytest.mark.slow
-def test_a_standalone_program_reads_stdin(toolchain: tuple[Toolchain, str], tmp_path: Path) -> None:
-    tc, cache = toolchain
-    code = (
-        "use std::io::Read;\nuse regex::Regex;\nfn main() {\n    let mut s = String::new();\n"
-        "    std::io::stdin().read_to_string(&mut s).unwrap();\n"
-        '    let re = Regex::new(r"\\d+").unwrap();\n'
-        "    let total: i64 = re.find_iter(&s).map(|m| m.as_str().parse::<i64>().unwrap()).sum();\n"
-        '    println!("{}", total);\n}\n'
-    )
-    build = LANGUAGE.program(code)
-    where = _compile(build, tmp_path, toolchain)
-    argv = local.resolve(build.run, tc, where, cache)
-    done = subprocess.run(
-        argv, cwd=where, input=b"1 2 x 39", capture_output=True, timeout=60, check=False
-    )
-    assert (done.returncode, done.stdout) == (0, b"42\n"), done.stderr
 
 
 # -------- the codec against wire.py, through a candidate's dispatcher
@@ -573,46 +523,14 @@ def test_a_forged_or_broken_reply_never_passes(
     assert total == 2 and passed < 2, out + err
 
 
-# -------- the attacks
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("attack", ATTACKS, ids=[a["name"] for a in ATTACKS])
-def test_attack_passes_naive_and_fails_the_bridge(
-    attack: dict[str, str], toolchain: tuple[Toolchain, str], tmp_path: Path
-) -> None:
-    tc, cache = toolchain
-    parts = ProgramParts(
-        prompt=attack["prompt"],
-        code=_code(attack),
-        tests=attack["tests"],
-        setup_code=attack["setup_code"],
-    )
-    naive = LANGUAGE.naive(parts)
-    ndir = _compile(naive, tmp_path / "naive", toolchain)
-    process = local.start(naive, ndir, tc, cache, None)
-    out, err = process.communicate(timeout=120)
-    assert process.returncode == 0, f"the control did not pass naive:\n{out.decode()}{err.decode()}"
-
-    harness = LANGUAGE.harness(parts)
-    hdir = _compile(harness, tmp_path / "harness", toolchain)
-    candidate = LANGUAGE.candidate(parts)
-    cdir = tmp_path / "candidate"
-    cdir.mkdir()
-    if not local.compile_build(candidate, str(cdir), tc, cache).ok:
-        return  # the candidate's build fails: a failed run, not a pass
-    code, out_h, err_h = _run_bridged(harness, hdir, toolchain, (candidate, str(cdir)))
-    passed, total = LANGUAGE.harness_passed(code, out_h, err_h)
-    assert passed < total, out_h + err_h
-
-
 # -------- HumanEvalPack
 
 
-def _rows() -> list[dict[str, str]]:
-    if not _DATA.is_file():
-        unavailable(f"no {_DATA} (the shared reference data)")
-    return [json.loads(line) for line in _DATA.read_text(encoding="utf-8").splitlines() if line]
+def _rows() -> tuple[dict[str, str], ...]:
+    rows = humanevalpack("rust")
+    if not rows:
+        unavailable("no humanevalpack_rust.jsonl (the shared reference data)")
+    return rows
 
 
 def test_every_humanevalpack_prompt_is_read_or_refused_with_a_reason() -> None:
@@ -631,105 +549,3 @@ def test_every_humanevalpack_prompt_is_read_or_refused_with_a_reason() -> None:
         assert row["canonical_solution"].strip() not in harness
     # Rust/137's return type (RtnType) is declared by the solution, not by the prompt.
     assert list(refused) == ["Rust/137"]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("row", [0, 10, 12, 22, 95, 111, 119, 149, 162])
-def test_humanevalpack_canonical_passes_and_buggy_fails(
-    row: int, toolchain: tuple[Toolchain, str], tmp_path: Path
-) -> None:
-    data = _rows()[row]
-    harness = LANGUAGE.harness(ProgramParts(prompt=data["prompt"], code="", tests=data["test"]))
-    hdir = _compile(harness, tmp_path / "harness", toolchain)
-    for variant, expected in (("canonical_solution", True), ("buggy_solution", False)):
-        parts = ProgramParts(
-            prompt=data["prompt"], code=data["prompt"] + data[variant], tests=data["test"]
-        )
-        candidate = LANGUAGE.candidate(parts)
-        cdir = _compile(candidate, tmp_path / variant, toolchain)
-        code, out, err = _run_bridged(harness, hdir, toolchain, (candidate, cdir))
-        passed, total = LANGUAGE.harness_passed(code, out, err)
-        assert (passed == total) is expected, f"{variant}: {out}{err}"
-
-
-# --- any text: the readers answer for every prompt and completion ----------------------
-#
-# The shared strategies and checks are tests/graders/reader_fuzz.py's; each example
-# below is an input that once escaped a reader as a crash of ours or took it past the
-# grader's deadline (an infra_timeout, ours, that the candidate's text caused).
-
-_ROWS = humanevalpack("rust")
-#: A row the bridge serves (None without ../shared/data: the candidate test is unavailable).
-_ROW = _ROWS[0] if _ROWS else None
-#: A lone surrogate (JSON's "\ud800"): the build's files could not be written.
-SURROGATE = "\ud800"
-
-
-@fuzz_settings()
-@given(TARGETS["rust.mask"].strategy)
-@example('r#"' * 5_000)
-@example("/*" * 5_000)
-def test_mask_keeps_the_offsets_of_any_text(args):
-    TARGETS["rust.mask"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["rust.defines"].strategy)
-@example(("fn f(" * 5_000, "f"))
-def test_defines_answers_for_any_code(args):
-    TARGETS["rust.defines"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["rust.declared"].strategy)
-@example("fn f(x: " + "&" * 3_000 + "i32) {")
-@example("fn " * 10_000)  # each header read to the end: 18 s (bench.fuzz_readers)
-@example("fn f() ; " * 5_000 + "fn g() {")
-def test_declared_reads_any_prompt_or_refuses_the_task(args):
-    TARGETS["rust.declared"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["rust.candidate"].strategy)
-@example((_ROW, SURROGATE, True))
-def test_candidate_builds_any_completion_or_blames_the_candidate(args):
-    require_data(TARGETS["rust.candidate"])
-    TARGETS["rust.candidate"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["rust.candidate_of_any_task"].strategy)
-@example(("/* \ud800 */\nfn f() {", "", "", True))
-@example(("/* \ud800 */\nfn f() {", "return 1;", "", False))
-@example(("fn f() {", SURROGATE, "", False))
-def test_candidate_of_any_task_blames_the_task_or_the_candidate_only(args):
-    TARGETS["rust.candidate_of_any_task"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["rust.harness"].strategy)
-@example(("fn f() {", "/* \ud800 */", ""))
-@example(("fn f() -> " + "Vec<" * 2_000 + "i32" + ">" * 2_000 + " {", "", ""))
-def test_harness_reads_any_task_or_refuses_it(args):
-    TARGETS["rust.harness"].check(args)
-
-
-@fuzz_settings()
-@given(TARGETS["rust.program"].strategy)
-@example('fn main() { let s = "' + SURROGATE + '"; }')
-def test_program_builds_any_code_or_blames_the_candidate(args):
-    TARGETS["rust.program"].check(args)
-
-
-@pytest.mark.parametrize(
-    "read",
-    [
-        pytest.param(lambda: mask('r#"' * 50_000), id="mask of raw strings"),
-        pytest.param(lambda: LANGUAGE.defines("fn g(" * 50_000, "f"), id="defines of many fns"),
-    ],
-)
-def test_reading_long_text_takes_linear_time(read):
-    # Each was quadratic or worse: seconds at 50 KB, minutes at a few hundred.
-    start = time.process_time()
-    read()
-    assert time.process_time() - start < 5.0
