@@ -89,14 +89,15 @@ demo: setup
 # First, alone on a quiet machine, the tests that need it to themselves (marked
 # exclusive: they measure CPU shares, load every core on purpose, or run a Ray cluster);
 # then the rest on TEST_WORKERS processes, a test file per worker at a time (a module's
-# servers start once); then tests/trainers in the trainers' environment on a wheel of this
+# servers start once; a module may split by a parameter, see tests/conftest.py), the
+# slowest first; then tests/trainers in the trainers' environment on a wheel of this
 # very checkout (-P and append mode: the installed arbiter, never the source tree).
 # Each part lists its slowest tests (--durations), so every run says where the time went.
 TEST_WORKERS ?= 3
 test: $(STAMP) $(TRAINERS_STAMP) tools bytecode
 	@status=0; \
 	$(BIN)/python -m pytest -q --durations=15 -m exclusive || status=$$?; \
-	$(BIN)/python -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile -m "not exclusive" || status=$$?; \
+	$(BIN)/python -m pytest -q --durations=25 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not exclusive" || status=$$?; \
 	$(MAKE) --no-print-directory wheel && \
 	$(TRAINERS)/bin/pip install --quiet --no-deps --force-reinstall $(WHEEL_DIR)/arbiter_rewards-*.whl && \
 	$(TRAINERS)/bin/python -P -m pytest -q --import-mode=append tests/trainers || status=$$?; \

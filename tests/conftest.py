@@ -34,19 +34,49 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(StrictRun(), "arbiter-strict")
 
 
+#: Modules ``make test`` hands out a part at a time, by the first part of each test's id
+#: (``test_x[cpp-row12]``: ``cpp``). The languages' shared tests are a module of several
+#: minutes, which as one unit held a worker for the whole run; its languages share
+#: nothing module-scoped.
+SPLIT_BY_FIRST_ID = frozenset({"tests/graders/languages/test_every_language.py"})
+
+
+def worker_unit(nodeid: str) -> str:
+    """What ``make test`` hands one worker whole: the test's module, or a part of it."""
+    module, _, rest = nodeid.partition("::")
+    if module in SPLIT_BY_FIRST_ID and "[" in rest:
+        return f"{module}[{rest.partition('[')[2].rstrip(']').split('-')[0]}]"
+    return module
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadfile``, with a unit per :func:`worker_unit` instead of per file."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class UnitScheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_unit(nodeid)
+
+    return UnitScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Modules with slow tests first, the slowest first (``slow(seconds=N)``: about N s
-    # for the module on a busy host), each kept whole and in its order: ``make test``
-    # hands a module at a time to each worker in this order, and a module of minutes
-    # (the container recipe's install) handed out last ran alone at the end while the
-    # other workers sat idle.
+    # Units with slow tests first, the slowest first (``slow(seconds=N)``: about N s for
+    # the unit on a busy host), each kept whole and in its order: ``make test`` hands a
+    # unit (a module, see worker_unit) at a time to each worker in this order
+    # (``--no-loadscope-reorder``, or xdist orders them by their number of tests
+    # instead), and a module of minutes (the container recipe's install) handed out last
+    # ran alone at the end while the other workers sat idle.
     cost: dict[str, float] = {}
     for item in items:
         marker = item.get_closest_marker("slow")
         if marker is not None:
-            module = item.nodeid.partition("::")[0]
-            cost[module] = max(cost.get(module, 0.0), float(marker.kwargs.get("seconds", 10)))
-    items.sort(key=lambda item: -cost.get(item.nodeid.partition("::")[0], 0.0))
+            unit = worker_unit(item.nodeid)
+            cost[unit] = max(cost.get(unit, 0.0), float(marker.kwargs.get("seconds", 10)))
+    items.sort(key=lambda item: -cost.get(worker_unit(item.nodeid), 0.0))
     if config.getoption("--reverse-order"):
         items.reverse()
 

@@ -33,8 +33,11 @@ from tests.graders.languages.harness import (
 )
 from tests.strictness import unavailable
 
-#: A compiled session's mark (the seconds: this module's on a busy host, so that it
-#: starts first among the modules handed out whole).
+# ``make test`` hands this module out a language at a time (tests/conftest.py's
+# SPLIT_BY_FIRST_ID): every test's id starts with its language.
+
+#: A compiled session's mark (the seconds: a language's share of this module on a busy
+#: host, C++'s the most, so that each starts first among the units handed out).
 SLOW = pytest.mark.slow(seconds=270)
 
 
