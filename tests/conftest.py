@@ -64,19 +64,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Units with slow tests first, the slowest first (``slow(seconds=N)``: about N s for
-    # the unit on a busy host), each kept whole and in its order: ``make test`` hands a
-    # unit (a module, see worker_unit) at a time to each worker in this order
+    # The costliest units first (a module, see worker_unit), each kept whole and in its
+    # order: ``make test`` hands a unit at a time to each worker in this order
     # (``--no-loadscope-reorder``, or xdist orders them by their number of tests
     # instead), and a module of minutes (the container recipe's install) handed out last
-    # ran alone at the end while the other workers sat idle.
+    # ran alone at the end while the other workers sat idle. A unit's cost is its
+    # measured seconds (tests/unit_seconds.json), else its ``slow(seconds=N)`` marks'.
+    from tests.unit_seconds import read
+
+    measured = read()
     cost: dict[str, float] = {}
     for item in items:
+        unit = worker_unit(item.nodeid)
         marker = item.get_closest_marker("slow")
-        if marker is not None:
-            unit = worker_unit(item.nodeid)
-            cost[unit] = max(cost.get(unit, 0.0), float(marker.kwargs.get("seconds", 10)))
-    items.sort(key=lambda item: -cost.get(worker_unit(item.nodeid), 0.0))
+        marked = float(marker.kwargs.get("seconds", 10)) if marker is not None else 0.0
+        cost[unit] = measured.get(unit, max(cost.get(unit, 0.0), marked))
+    items.sort(key=lambda item: -cost[worker_unit(item.nodeid)])
     if config.getoption("--reverse-order"):
         items.reverse()
 
