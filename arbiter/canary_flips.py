@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arbiter.graders import languages
-from arbiter.graders.languages import mutation
+from arbiter.graders.languages import c_family, mutation
 from arbiter.graders.languages.base import ProgramParts, UnsupportedTask
 from arbiter.graders.sandbox.syntax import parse_expression, parse_module
 from arbiter.graders.types import (
@@ -363,19 +363,6 @@ def _statements(masked: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _closing(masked: str, opened: int) -> int:
-    """The offset of the parenthesis that closes the one at ``opened``."""
-    depth = 0
-    for i in range(opened, len(masked)):
-        if masked[i] == "(":
-            depth += 1
-        elif masked[i] == ")":
-            depth -= 1
-            if depth == 0:
-                return i
-    return len(masked)
-
-
 def _tolerance(number: re.Match[str]) -> bool:
     """A number that reads as a tolerance (``1e-6``, ``0.0001``): flipped last."""
     if number.group(3):
@@ -423,10 +410,11 @@ def _program_sites(
 
     for start, end in _statements(masked):
         statement = masked[start:end]
-        inputs = [
-            (start + m.end() - 1, _closing(masked, start + m.end() - 1))
-            for m in call.finditer(statement)
-        ]
+        inputs = []  # each call's opening and closing parenthesis
+        for m in call.finditer(statement):
+            opened = start + m.end() - 1
+            past = c_family.closing(masked, opened)
+            inputs.append((opened, len(masked) if past is None else past - 1))
         if not inputs:
             continue
 

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["CPP", "GO", "JAVA", "JAVASCRIPT", "RUST", "Syntax", "mask"]
+__all__ = ["CPP", "GO", "JAVA", "JAVASCRIPT", "RUST", "Syntax", "closing", "mask"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,3 +294,23 @@ def mask(syntax: Syntax, text: str) -> str:
             continue
         i += 1
     return "".join(out)
+
+
+_PAIRS = {"(": ")", "[": "]", "{": "}"}
+
+
+def closing(masked: str, at: int) -> int | None:
+    """The index just past the bracket that closes the one at ``at``, or None (unclosed).
+
+    ``masked`` is :func:`mask`'s output, so brackets in comments and literals are blank.
+    """
+    opener, closer = masked[at], _PAIRS[masked[at]]
+    depth = 0
+    for i in range(at, len(masked)):
+        if masked[i] == opener:
+            depth += 1
+        elif masked[i] == closer:
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return None

@@ -174,19 +174,6 @@ def _last_word(text: str, end: int) -> str:
     return text[start:end]
 
 
-def _close_paren(text: str, i: int) -> int:
-    """The index after the parenthesis that closes the one at ``i``, or -1."""
-    depth = 0
-    for j in range(i, len(text)):
-        if text[j] == "(":
-            depth += 1
-        elif text[j] == ")":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-    return -1
-
-
 def _open_paren(text: str, close: int) -> int:
     """The index of the parenthesis that ``text[close]`` closes, or -1."""
     depth = 0

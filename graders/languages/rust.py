@@ -150,19 +150,6 @@ def _ident_char(text: str, i: int) -> bool:
     return 0 <= i < len(text) and (text[i].isalnum() or text[i] == "_")
 
 
-def _match_brace(masked: str, open_at: int) -> int | None:
-    """The index just past the brace that closes the one at ``open_at``, or None."""
-    depth = 0
-    for k in range(open_at, len(masked)):
-        if masked[k] == "{":
-            depth += 1
-        elif masked[k] == "}":
-            depth -= 1
-            if depth == 0:
-                return k + 1
-    return None
-
-
 _HEADER = re.compile(
     r"""(?P<vis>pub(?:\s*\([^)]*\))?\s+)?
         (?P<quals>(?:(?:const|async|unsafe|default)\s+|extern\s*(?:"[^"]*"\s*)?)*)
@@ -205,7 +192,7 @@ def _top_level_fns(masked: str) -> list[tuple[int, int, int | None]]:
             if brace is None or masked[brace] == ";":
                 i += 2
                 continue
-            end = _match_brace(masked, brace)
+            end = c_family.closing(masked, brace)
             found.append((start, brace, end))
             if end is None:
                 break
