@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from verl.utils.reward_score import sandbox_fusion
+from verl.utils.reward_score import default_compute_score, sandbox_fusion
 from verl.utils.reward_score.sandbox_fusion.utils import check_correctness
 
 from bench.runs import humanevalpack_stdin_problems, stdin_problems
@@ -45,6 +45,21 @@ def test_verls_sandbox_fusion_reward_grades_through_arbiter(live: LiveServer, tm
             _url(live), semaphore, 512, "```python\nprint(None)\n```", cases
         )
         assert wrong == 0.0
+    # verl's reward manager calls default_compute_score; a code data source with
+    # sandbox_fusion_url set sends every case to that URL (continuous: the pass
+    # share of the first 10 cases, and no MBPP problem has more).
+    routed = [
+        default_compute_score(
+            "codecontests",
+            f"```python\n{p['program']}\n```",
+            {"inputs": [c[0] for c in p["cases"]], "outputs": [c[1] for c in p["cases"]]},
+            sandbox_fusion_url=_url(live),
+            concurrent_semaphore=semaphore,
+            memory_limit_mb=512,
+        )
+        for p in problems
+    ]
+    assert routed == verl_scores
     # MBPP's references pass their own tests, but for 8 whose answers equal the expected
     # value and print otherwise (240.0 for 240, a Counter for a dict, another key order).
     assert sum(s == 1.0 for s in verl_scores) >= 180
