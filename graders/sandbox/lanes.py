@@ -764,7 +764,9 @@ class Lanes:
         self.fast_places = fast
         self.long_places = long
         self.build_places = builds
-        self._cond = threading.Condition()
+        self._lock = threading.Lock()
+        #: Each waiting run's own condition (on ``_lock``): only the head of a queue is woken.
+        self._wakers: dict[int, threading.Condition] = {}
         self._fast: set[int] = set()
         #: Runs in the fast lane that have turned long, waiting for a long place, in order.
         self._turned: dict[int, None] = {}
@@ -801,9 +803,10 @@ class Lanes:
             (self._waiting_builds, self._builds) if build else (self._waiting, self._fast)
         )
         places = self.build_places if build else self.fast_places
-        with self._cond:
+        with self._lock:
             ticket = next(self._tickets)
             queue.append(ticket)
+            waker = self._wakers[ticket] = threading.Condition(self._lock)
             try:
                 while True:
                     now = time.monotonic()
@@ -813,41 +816,53 @@ class Lanes:
                         return token
                     if give_up is not None and now >= give_up:
                         raise SandboxError("no sandbox slot became free in time")
-                    self._cond.wait(None if give_up is None else give_up - now)
+                    waker.wait(None if give_up is None else give_up - now)
             finally:
                 queue.remove(ticket)
+                del self._wakers[ticket]
                 # The next in line may be able to go now (a place, or the head, freed).
-                self._cond.notify_all()
+                self._wake()
+
+    def _wake(self) -> None:
+        """Wake the head of each queue (the lock held): no other waiter could go.
+
+        Waking every waiter on each change (one condition for all) cost each
+        place given back a wake-up, a lock and the GIL per waiting run, and the
+        run that could go waited behind them.
+        """
+        for queue in (self._waiting, self._waiting_builds):
+            if queue:
+                self._wakers[queue[0]].notify()
 
     def to_long(self, token: int) -> None:
         """Move a run that has turned long to the long lane, now or when a long place frees."""
-        with self._cond:
+        with self._lock:
             if token in self._fast:
                 self._turned[token] = None
                 self._move_long()
-                self._cond.notify_all()
+                self._wake()
 
     def leave(self, token: int) -> None:
         """Give back a run's place, whichever lane it is in."""
-        with self._cond:
+        with self._lock:
             self._fast.discard(token)
             self._turned.pop(token, None)
             self._long.discard(token)
             self._builds.discard(token)
             self._move_long()
-            self._cond.notify_all()
+            self._wake()
 
     def fast_idle(self) -> bool:
         """Whether no run or build holds or waits for a place outside the long lane."""
-        with self._cond:
+        with self._lock:
             return not (self._fast or self._waiting or self._builds or self._waiting_builds)
 
     def counts(self) -> tuple[int, int]:
         """Return how many runs are in the fast lane and in the long lane now."""
-        with self._cond:
+        with self._lock:
             return len(self._fast), len(self._long)
 
     def building(self) -> tuple[int, int]:
         """Return how many builds hold a place now, and how many wait for one."""
-        with self._cond:
+        with self._lock:
             return len(self._builds), len(self._waiting_builds)
