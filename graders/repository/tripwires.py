@@ -19,8 +19,10 @@ says what remains.
 from __future__ import annotations
 
 import ast
+import random
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from arbiter.graders.sandbox.syntax import parse_module
@@ -34,7 +36,11 @@ _SHAPES = (
     ("data = {values}", "len(set(data)) + min(data)", lambda v: len(set(v)) + min(v)),
     ("data = {values}", "[x * 2 for x in data if x % 2]", lambda v: [x * 2 for x in v if x % 2]),
     ("data = {values}", "list(reversed(data))[:2]", lambda v: list(reversed(v))[:2]),
-    ("data = {values}", "dict(zip(data, range(3))).get(data[0])", lambda v: 0),
+    (
+        "data = {values}",
+        "dict(zip(data, range(3))).get(data[0])",
+        lambda v: dict(zip(v, range(3), strict=False)).get(v[0]),
+    ),
     (
         "data = {values}",
         "tuple(sorted(data, reverse=True))",
@@ -76,7 +82,16 @@ def _name(existing: set[str], words: list[str], rng: secrets.SystemRandom) -> st
 
 
 def _body(name: str, must_pass: bool, rng: secrets.SystemRandom) -> str:
-    setup, expr, truth = rng.choice(_SHAPES)
+    return _shaped(rng.choice(_SHAPES), name, must_pass, rng)
+
+
+def _shaped(
+    shape: tuple[str, str, Callable[[list[int]], object]],
+    name: str,
+    must_pass: bool,
+    rng: random.Random,
+) -> str:
+    setup, expr, truth = shape
     values = [rng.randrange(1, 60) for _ in range(rng.randrange(3, 7))]
     expected = truth(values)
     if not must_pass:
@@ -84,7 +99,7 @@ def _body(name: str, must_pass: bool, rng: secrets.SystemRandom) -> str:
     return f"def {name}():\n    {setup.format(values=values)}\n    assert {expr} == {expected!r}\n"
 
 
-def _wrong(value: object, rng: secrets.SystemRandom) -> object:
+def _wrong(value: object, rng: random.Random) -> object:
     if isinstance(value, int):
         return value + rng.choice((-3, -2, -1, 1, 2, 3))
     if isinstance(value, list):

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import ast
+import random
 import subprocess
 import sys
 from pathlib import Path
 
-from arbiter.graders.repository.tripwires import plant
+import pytest
+
+from arbiter.graders.repository.tripwires import _SHAPES, _shaped, plant
 
 SOURCE = """import pytest
 
@@ -62,3 +65,23 @@ def test_each_grading_plants_different_tripwires() -> None:
 
 def test_a_file_that_does_not_parse_gets_none() -> None:
     assert plant("t.py", "def (:\n") == ("def (:\n", [])
+
+
+@pytest.mark.parametrize("shape", range(len(_SHAPES)))
+def test_every_shape_knows_its_outcome_whatever_values_it_draws(shape: int) -> None:
+    # A tripwire whose expected value is wrong for some draw misgrades an honest run:
+    # a must-pass one fails, a must-fail one can pass (a verdict_forgery). The
+    # dict shape once assumed its value was 0, which a repeated first value breaks.
+    rng = random.Random(shape)
+    for i in range(3_000):
+        must_pass = i % 2 == 0
+        text = _shaped(_SHAPES[shape], "test_it", must_pass, rng)
+        namespace: dict[str, object] = {}
+        exec(text, namespace)  # our own shapes, over our own values
+        try:
+            namespace["test_it"]()  # type: ignore[operator]
+        except AssertionError:
+            passed = False
+        else:
+            passed = True
+        assert passed == must_pass, text
