@@ -283,12 +283,17 @@ def outside_share(elsewhere: int, others: int, siblings: int) -> float:
     return elsewhere / total if total else 1.0
 
 
-def outside_wait_s(zygote_pid: int, busy_at_start: int) -> float:
+def outside_wait_s(zygote_pid: int, busy_at_start: int) -> float | None:
     """Return the run's wait for a CPU since it started, less what its own processes caused.
 
-    ``busy_at_start`` is :func:`busy_ticks` when the run started.
+    ``busy_at_start`` is :func:`busy_ticks` when the run started. None when the run
+    has no process left (it has ended, and the trusted side has not heard yet): its
+    wait can no longer be read, and is not 0.
     """
-    ticks, waiter, delay_s = _processes(_run_pids(zygote_pid))
+    pids = _run_pids(zygote_pid)
+    if not pids:
+        return None
+    ticks, waiter, delay_s = _processes(pids)
     return delay_s * _share_since_start(ticks, waiter, busy_ticks() - busy_at_start)
 
 

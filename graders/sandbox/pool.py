@@ -771,6 +771,10 @@ class _Slot:
                 return
             now = time.monotonic()
             waited = outside_wait_s(zygote, busy_at_start)
+            if waited is None:
+                # Its processes are gone: the run is ending, with nothing left to move.
+                # Read as no wait at all, a run that a busy host slowed turned long.
+                return
             own = now - deadline.started - waited - deadline.trusted_s(now)
             if own < long_after_s:
                 state.timer = pool.timers.call_later(long_after_s - own, to_the_long_lane)
