@@ -770,18 +770,16 @@ class Lanes:
         self.long_places = long
         self.build_places = builds
         self._lock = threading.Lock()
-        #: Each waiting run's own condition (on ``_lock``): only the head of a queue is woken.
-        self._wakers: dict[int, threading.Condition] = {}
         self._fast: set[int] = set()
         #: Runs in the fast lane that have turned long, waiting for a long place, in order.
         self._turned: dict[int, None] = {}
         self._long: set[int] = set()
         self._builds: set[int] = set()
         self._tokens = itertools.count()
-        #: Runs waiting for a fast place (and builds for a build place), in the order they came.
-        self._waiting: collections.deque[int] = collections.deque()
-        self._waiting_builds: collections.deque[int] = collections.deque()
-        self._tickets = itertools.count()
+        #: Runs waiting for a fast place (and builds for a build place), in the order they
+        #: came: each one's own condition on ``_lock``, so that only the head is woken.
+        self._waiting: collections.deque[threading.Condition] = collections.deque()
+        self._waiting_builds: collections.deque[threading.Condition] = collections.deque()
 
     def _move_long(self) -> None:
         while self._turned and len(self._long) < self.long_places:
@@ -809,13 +807,12 @@ class Lanes:
         )
         places = self.build_places if build else self.fast_places
         with self._lock:
-            ticket = next(self._tickets)
-            queue.append(ticket)
-            waker = self._wakers[ticket] = threading.Condition(self._lock)
+            waker = threading.Condition(self._lock)
+            queue.append(waker)
             try:
                 while True:
                     now = time.monotonic()
-                    if queue[0] == ticket and len(taken) < places:
+                    if queue[0] is waker and len(taken) < places:
                         token = next(self._tokens)
                         taken.add(token)
                         return token
@@ -823,8 +820,7 @@ class Lanes:
                         raise SandboxError("no sandbox slot became free in time")
                     waker.wait(None if give_up is None else give_up - now)
             finally:
-                queue.remove(ticket)
-                del self._wakers[ticket]
+                queue.remove(waker)
                 # The next in line may be able to go now (a place, or the head, freed).
                 self._wake()
 
@@ -837,7 +833,7 @@ class Lanes:
         """
         for queue in (self._waiting, self._waiting_builds):
             if queue:
-                self._wakers[queue[0]].notify()
+                queue[0].notify()
 
     def to_long(self, token: int) -> None:
         """Move a run that has turned long to the long lane, now or when a long place frees."""
