@@ -125,6 +125,7 @@ def test_the_wheel_is_one_namespace_with_a_light_base(wheel: Path):
         "arbiter/eval_sets/cpp-stdio-demo.jsonl",
         "arbiter/rubrics/library/cpp-competitive.yaml",
         "arbiter/graders/languages/runtime/arbiter_bridge.hpp",
+        "arbiter/graders/languages/runtime/arbiter_bridge.cpp",
         "arbiter/graders/languages/runtime/ArbiterBridge.java",
         "arbiter/graders/languages/runtime/arbiter_bridge.go",
         "arbiter/graders/languages/runtime/arbiter_bridge.rs",

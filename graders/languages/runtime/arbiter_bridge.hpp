@@ -1,7 +1,8 @@
 // Arbiter's bridge for C++: the wire codec (arbiter/graders/languages/wire.py) and the
 // two ends of a call over descriptor 3.
 //
-// Header-only. Both programs of a C++ task include it first:
+// Its parts that are not templates are in arbiter_bridge.cpp, compiled once and linked
+// into both programs of a C++ task, which include this header first:
 //   * the harness (the task's tests, the prompt's helpers, one stub per declared
 //     function): a stub is `return arbiter::call<R>("name", args...);`, which sends the
 //     request frame and decodes the reply into R. A reply that does not decode into R,
@@ -75,6 +76,7 @@ class message_error : public std::exception {
   public:
     explicit message_error(std::string message) : message_(std::move(message)) {}
     const char* what() const noexcept override { return message_.c_str(); }
+    ~message_error() override;
 
   private:
     std::string message_;
@@ -83,11 +85,13 @@ class message_error : public std::exception {
 // Bytes that are not a well-formed frame or value, or a value of another type.
 struct wire_error : message_error {
     using message_error::message_error;
+    ~wire_error() override;
 };
 
 // The candidate's function threw (an `x` reply), raised in the harness.
 struct candidate_error : message_error {
     using message_error::message_error;
+    ~candidate_error() override;
 };
 
 // ---------------------------------------------------------------------------------
@@ -106,60 +110,16 @@ class Reader {
         return *p_++;
     }
 
-    void expect(char tag, const char* what) {
-        if (p_ == end_) throw wire_error(std::string("the value ends early, expected ") + what);
-        if (*p_ != tag)
-            throw wire_error(std::string("expected ") + what + ", got tag " + printable(*p_));
-        ++p_;
-    }
+    void expect(char tag, const char* what);
 
     // A decimal number ended by `stop`: its sign and magnitude (overflow past 2^127).
-    void number(char stop, bool& negative, unsigned __int128& magnitude, bool& overflow) {
-        negative = false;
-        overflow = false;
-        magnitude = 0;
-        const char* start = p_;
-        if (p_ != end_ && *p_ == '-') {
-            negative = true;
-            ++p_;
-        }
-        const unsigned __int128 limit = (unsigned __int128)1 << 127;
-        std::size_t digits = 0;
-        while (p_ != end_ && *p_ >= '0' && *p_ <= '9') {
-            unsigned d = unsigned(*p_ - '0');
-            if (!overflow) {
-                if (magnitude > (limit - d) / 10)
-                    overflow = true;
-                else
-                    magnitude = magnitude * 10 + d;
-            }
-            ++p_;
-            if (++digits > 100000) throw wire_error("a number runs too long");
-        }
-        if (digits == 0 || p_ == end_ || *p_ != stop) {
-            p_ = start;
-            throw wire_error("not a decimal number");
-        }
-        ++p_;
-    }
+    void number(char stop, bool& negative, unsigned __int128& magnitude, bool& overflow);
 
     // A count or length ended by `stop`: non-negative and no larger than the bytes left
     // (each item takes at least `per_item` bytes).
-    std::size_t count(char stop, std::size_t per_item) {
-        bool negative, overflow;
-        unsigned __int128 n;
-        number(stop, negative, n, overflow);
-        if ((negative && n != 0) || overflow || n > (unsigned __int128)(left() / per_item))
-            throw wire_error("a count that cannot fit the frame");
-        return std::size_t(n);
-    }
+    std::size_t count(char stop, std::size_t per_item);
 
-    std::string bytes(std::size_t n) {
-        if (n > left()) throw wire_error("a string runs past the frame");
-        std::string s(p_, n);
-        p_ += n;
-        return s;
-    }
+    std::string bytes(std::size_t n);
 
     // One level of nesting, for the time a container is read.
     struct Nest {
@@ -172,12 +132,7 @@ class Reader {
         Reader& r_;
     };
 
-    static std::string printable(char c) {
-        if (c >= 0x20 && c < 0x7f) return std::string("'") + c + "'";
-        static const char hex[] = "0123456789abcdef";
-        unsigned u = (unsigned char)c;
-        return std::string("0x") + hex[u >> 4] + hex[u & 15];
-    }
+    static std::string printable(char c);
 
   private:
     const char* p_;
@@ -290,11 +245,7 @@ void put(std::string& out, const T& value);
 template <class T>
 value_t<T> get(Reader& in);
 
-inline void put_count(std::string& out, char tag, std::size_t n) {
-    out += tag;
-    out += std::to_string(n);
-    out += ':';
-}
+void put_count(std::string& out, char tag, std::size_t n);
 
 template <class T>
 void put_integer(std::string& out, T v) {
@@ -573,72 +524,23 @@ value_t<T> get(Reader& in) {
     }
 }
 
+// Every program encodes and decodes strings (a request's name, an exception's message):
+// their code is compiled once, in arbiter_bridge.cpp.
+extern template void put<std::string>(std::string& out, const std::string& value);
+extern template std::string get<std::string>(Reader& in);
+
 // ---------------------------------------------------------------------------------
 // Frames on a descriptor.
 
-[[noreturn]] inline void fail(const std::string& why) {
-    std::fflush(nullptr);
-    std::string line = "arbiter: " + why + "\n";
-    (void)sys::write(2, line.data(), line.size());
-    std::_Exit(3);
-}
+[[noreturn]] void fail(const std::string& why);
 
-inline bool write_all(int fd, const char* data, std::size_t size) {
-    static bool not_a_socket = false;
-    while (size > 0) {
-        ssize_t n = -1;
-        if (!not_a_socket) {
-            n = sys::send(fd, data, size, sys::msg_nosignal);
-            if (n < 0 && errno == ENOTSOCK) not_a_socket = true;
-        }
-        if (not_a_socket) n = sys::write(fd, data, size);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return false;
-        data += n;
-        size -= std::size_t(n);
-    }
-    return true;
-}
+bool write_all(int fd, const char* data, std::size_t size);
 
-inline bool write_frame(int fd, const std::string& payload) {
-    std::string head = std::to_string(payload.size()) + ":";
-    return write_all(fd, head.data(), head.size()) && write_all(fd, payload.data(), payload.size());
-}
+bool write_frame(int fd, const std::string& payload);
 
 // One frame's payload; false at a clean end of stream. A malformed, oversized or
 // cut-short frame is a wire_error.
-inline bool read_frame(int fd, std::string& payload) {
-    std::size_t size = 0;
-    int digits = 0;
-    for (;;) {
-        char c;
-        ssize_t n = sys::read(fd, &c, 1);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && errno == ECONNRESET && digits == 0) return false;  // the peer is gone
-        if (n < 0) throw wire_error("cannot read the channel: errno " + std::to_string(errno));
-        if (n == 0) {
-            if (digits) throw wire_error("the stream ended inside a frame's length");
-            return false;
-        }
-        if (c == ':') break;
-        if (c < '0' || c > '9' || digits >= 12)
-            throw wire_error("a frame's length must be decimal digits");
-        size = size * 10 + std::size_t(c - '0');
-        ++digits;
-    }
-    if (digits == 0) throw wire_error("a frame's length is empty");
-    if (size > max_frame_bytes) throw wire_error("a frame over the size limit");
-    payload.assign(size, '\0');
-    std::size_t got = 0;
-    while (got < size) {
-        ssize_t n = sys::read(fd, &payload[got], size - got);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) throw wire_error("cannot read the channel: errno " + std::to_string(errno));
-        if (n == 0) throw wire_error("the stream ended inside a frame");
-        got += std::size_t(n);
-    }
-    return true;
-}
+bool read_frame(int fd, std::string& payload);
 
 // ---------------------------------------------------------------------------------
 // The harness's end: a stub's call.
@@ -700,9 +602,7 @@ R call(const char* name, const A&... args) {
 using dispatch_fn = bool (*)(const std::string& name, Reader& args, std::size_t argc,
                              std::string& reply);
 
-inline void arity(std::size_t argc, std::size_t want) {
-    if (argc != want) throw wire_error("a call with the wrong number of arguments");
-}
+void arity(std::size_t argc, std::size_t want);
 
 // Run `fn` (the call of the candidate's function) and encode what it returned, or
 // what it threw. Running out of memory is not an answer: it ends the program as an
@@ -730,39 +630,7 @@ void answer(std::string& reply, F&& fn) {
     }
 }
 
-inline int serve(dispatch_fn dispatch) {
-    // A process the candidate forks comes back through here as well, holding the
-    // channel: it never answers for the run (its reply would race the run's own,
-    // and what the harness read would hang on timing), so it leaves at once.
-    const int owner = sys::getpid();
-    for (;;) {
-        std::string request, reply;
-        try {
-            if (!read_frame(channel, request)) return 0;
-            Reader in(request.data(), request.size());
-            in.expect('l', "a request (a list)");
-            if (in.count(':', 1) != 2) throw wire_error("a request is a list of two");
-            std::string name = get<std::string>(in);
-            in.expect('l', "the arguments (a list)");
-            std::size_t argc = in.count(':', 1);
-            if (!dispatch(name, in, argc, reply)) {
-                reply = "x";
-                put(reply, "no function named " + name);
-            } else if (!in.at_end()) {
-                throw wire_error("bytes after the request");
-            }
-        } catch (const wire_error& e) {
-            fail(std::string("a malformed request: ") + e.what());
-        }
-        if (sys::getpid() != owner) sys::_exit(0);
-        if (reply.size() > max_frame_bytes) {
-            std::string over = "x";
-            put(over, std::string("the reply is over the frame limit"));
-            reply.swap(over);
-        }
-        if (!write_frame(channel, reply)) return 0;
-    }
-}
+int serve(dispatch_fn dispatch);
 
 }  // namespace arbiter
 

@@ -547,9 +547,10 @@ def cpp_echo(rig: Rig, out: str, types: list[str], payloads: list[bytes]) -> lis
     build = Build(
         files={
             cpp.RUNTIME: (RUNTIMES / cpp.RUNTIME).read_text(),
+            cpp.RUNTIME_SOURCE: (RUNTIMES / cpp.RUNTIME_SOURCE).read_text(),
             "echo.cpp": CPP_ECHO.replace("%CASES%", cases),
         },
-        compile=(("g++", "-std=gnu++17", "-O0", "-o", "echo", "echo.cpp"),),
+        compile=(("g++", "-std=gnu++17", "-O0", "-o", "echo", "echo.cpp", cpp.RUNTIME_SOURCE),),
         artifacts=("echo",),
         run=("./echo",),
     )

@@ -19,7 +19,13 @@ import pytest
 
 from arbiter.graders.languages import local, wire
 from arbiter.graders.languages.base import ProgramParts, Toolchain, UnsupportedTask
-from arbiter.graders.languages.cpp import LANGUAGE, RUNTIME, mask
+from arbiter.graders.languages.cpp import (
+    LANGUAGE,
+    LINK_OPTIONS,
+    RUNTIME,
+    RUNTIME_OBJECT,
+    mask,
+)
 from tests.graders.languages.harness import CPP, CPP_BODY, CPP_PROMPT, CPP_TESTS, Rig, cpp_echo
 
 PROMPT, TESTS, BODY = CPP_PROMPT, CPP_TESTS, CPP_BODY
@@ -155,6 +161,10 @@ def test_harness_holds_the_prompt_a_stub_and_the_tests():
     [command] = build.compile
     assert command[command.index("-include") + 1].endswith(f"/{RUNTIME}")
     assert command[command.index("-include") + 1].startswith("{cache}/bridge-")
+    # ... and its compiled part is linked in, from beside the header.
+    header = command[command.index("-include") + 1]
+    assert header.removesuffix(RUNTIME) + RUNTIME_OBJECT in command
+    assert "@" + header.removesuffix(RUNTIME) + LINK_OPTIONS in command
     assert set(build.files) == {"harness.cpp"}
     assert "return 2*x;" in source  # the prompt's helper
     assert 'return arbiter::call<long long>("total", xs);' in source
@@ -245,6 +255,20 @@ def test_prepare_precompiles_the_bridge_once_per_header(toolchain: Toolchain, tm
         Path(local.__file__).with_name("runtime") / RUNTIME
     ).read_text()
     assert (folder / f"{RUNTIME}.gch").stat().st_size > 0
+    # The bridge's non-template part, compiled once: it defines the request loop.
+    defined = subprocess.run(
+        ["nm", "-C", "--defined-only", folder / RUNTIME_OBJECT],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "arbiter::serve(" in defined and "arbiter::read_frame(" in defined
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [RUNTIME, f"{RUNTIME}.gch", RUNTIME_OBJECT, LINK_OPTIONS]
+    )
+    # gold links where the host has it; g++'s default linker otherwise.
+    options = (folder / LINK_OPTIONS).read_text()
+    assert options == ("-fuse-ld=gold\n" if shutil.which("ld.gold") else "")
     assert cache in prepared.roots
     made = (folder / f"{RUNTIME}.gch").stat().st_mtime_ns
     LANGUAGE.prepare(toolchain, cache)
