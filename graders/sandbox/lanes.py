@@ -217,9 +217,23 @@ def _run_pids(zygote_pid: int) -> list[int]:
 
 
 def _renice(pid: int, nice: int) -> None:
-    """Set a process's nice value and its autogroup's (see :func:`demote`)."""
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as f:
-        f.write(str(nice))
+    """Set a process's nice value, and its autogroup's where it leads a session of its own.
+
+    An autogroup is a whole session's: a process that has not (yet) left the
+    session it was forked in (a run between its fork and its ``setsid``, a
+    template's child) shares this service's, and nice 19 written there would
+    weigh the whole service (every grader thread, checks worker, harness
+    compile and run) down against the host's other sessions. So the group's
+    nice is written only for a session leader whose session is not ours (see
+    :func:`demote`).
+    """
+    try:
+        own_session = os.getsid(pid) == pid != os.getsid(0)
+    except OSError:
+        own_session = False
+    if own_session:
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/autogroup", "w") as f:
+            f.write(str(nice))
     with contextlib.suppress(OSError):
         os.setpriority(os.PRIO_PROCESS, pid, nice)
 

@@ -513,3 +513,38 @@ def test_the_host_stays_contended_until_its_other_work_falls_well_below_half(
     assert tick(others=30, ours=70)
     assert not tick(others=20, ours=80)  # well below half: released
     assert not tick(others=40, ours=60)
+
+
+def _autogroup_nice(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/autogroup") as f:
+            return int(f.read().split()[-1])
+    except (OSError, ValueError, IndexError):
+        return None  # the kernel does not group sessions
+
+
+def test_a_demoted_process_in_our_session_leaves_our_autogroup_alone():
+    """Nice 19 on a process that has not left our session never reaches our session's group.
+
+    A run is forked in the template's session (this service's) and calls setsid
+    only then: written to its autogroup in that window, nice 19 would weigh the
+    whole service down against the host's other sessions. A session leader of
+    its own is still demoted with its group.
+    """
+    from arbiter.graders.sandbox.lanes import _renice
+
+    ours_before = _autogroup_nice(os.getpid())
+    same = subprocess.Popen(["sleep", "30"])
+    leader = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        _renice(same.pid, 19)
+        _renice(leader.pid, 19)
+        assert os.getpriority(os.PRIO_PROCESS, same.pid) == 19
+        assert os.getpriority(os.PRIO_PROCESS, leader.pid) == 19
+        assert _autogroup_nice(os.getpid()) == ours_before
+        if ours_before is not None:
+            assert _autogroup_nice(leader.pid) == 19
+    finally:
+        for proc in (same, leader):
+            proc.kill()
+            proc.wait()
