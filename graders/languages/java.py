@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import logging
 import os
 import re
 import subprocess
@@ -59,6 +60,8 @@ from arbiter.graders.languages.base import (
 )
 
 __all__ = ["LANGUAGE", "JavaLanguage", "mask"]
+
+log = logging.getLogger("arbiter.graders.languages.java")
 
 RUNTIME = "ArbiterBridge.java"
 _RUNTIME_PATH = Path(__file__).with_name("runtime") / RUNTIME
@@ -108,6 +111,18 @@ JAVAC = (
     "-Xlint:none",
     "-d",
     CLASSES,
+)
+#: javac's own classes, archived once by :meth:`JavaLanguage.prepare` (class data
+#: sharing, a dynamic archive over the JDK's): each javac maps them where it would
+#: load and verify them again, 0.47 s to 0.31 s of a small compile (measured). The
+#: compiler and its output are the same either way: a JVM that cannot use the
+#: archive (missing, or of another JDK) loads the classes itself, silently.
+JAVAC_ARCHIVE = "javac.jsa"
+#: A build's javac with the archive (``{cache}`` is the prepared directory).
+JAVAC_SHARED = (
+    JAVAC[0],
+    f"-J-XX:SharedArchiveFile={{cache}}/{BRIDGE_DIR}/{JAVAC_ARCHIVE}",
+    *JAVAC[1:],
 )
 #: glibc's per-thread malloc arenas reserve 64 MiB of address space each.
 ENV = {"MALLOC_ARENA_MAX": "2"}
@@ -343,6 +358,29 @@ def _compile_bridge(toolchain: Toolchain, target: Path, stamp: str) -> None:
             text = (done.stderr + done.stdout).decode("utf-8", "replace")
             raise RuntimeError(f"the Java bridge does not compile: {text}")
         built = Path(scratch, CLASSES)
+        # The same compile again, into a scratch directory, to archive the classes
+        # javac loads for it (JAVAC_ARCHIVE). Without the archive javac only starts slower.
+        archive = Path(built, JAVAC_ARCHIVE)
+        dumped = subprocess.run(
+            [
+                toolchain.paths["javac"],
+                f"-J-XX:ArchiveClassesAtExit={archive}",
+                *JAVAC[1:-1],
+                "archiving",
+                RUNTIME,
+            ],
+            cwd=scratch,
+            env=env,
+            capture_output=True,
+            timeout=300,
+            check=False,
+        )
+        if dumped.returncode != 0 or not archive.is_file():
+            log.warning(
+                "javac's classes were not archived (each compile loads them): %s",
+                (dumped.stderr + dumped.stdout).decode("utf-8", "replace")[-2000:],
+            )
+            archive.unlink(missing_ok=True)
         Path(built, "stamp").write_text(stamp, encoding="utf-8")
         for path in (built, *built.rglob("*")):
             path.chmod(0o755 if path.is_dir() else 0o644)
@@ -438,7 +476,10 @@ class JavaLanguage(Language):
         """
         Path(cache_dir).mkdir(parents=True, exist_ok=True)
         target = Path(cache_dir, BRIDGE_DIR)
-        stamp = f"{toolchain.paths.get('javac')}\n{toolchain.version}\n{' '.join(JAVAC)}\n"
+        stamp = (
+            f"{toolchain.paths.get('javac')}\n{toolchain.version}\n{' '.join(JAVAC)}\n"
+            f"{JAVAC_ARCHIVE}\n"
+        )
         with open(Path(cache_dir, ".java-bridge.lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not _stamped(target / "stamp", stamp):
@@ -490,7 +531,7 @@ class JavaLanguage(Language):
         files = {unit: code, f"{DISPATCH}.java": dispatcher}
         return Build(
             files=files,
-            compile=((*JAVAC, "-cp", BRIDGE_CLASSES, f"{DISPATCH}.java", unit),),
+            compile=((*JAVAC_SHARED, "-cp", BRIDGE_CLASSES, f"{DISPATCH}.java", unit),),
             artifacts=(CLASSES,),
             run=("java", *RUN_FLAGS, *BRIDGE_FLAGS, "-cp", _CLASS_PATH, DISPATCH),
             env=dict(BUILD_ENV),
@@ -533,7 +574,7 @@ class JavaLanguage(Language):
         unit = f"{tests_public or 'Main'}.java"
         return Build(
             files={unit: source},
-            compile=((*JAVAC, "-cp", BRIDGE_CLASSES, unit),),
+            compile=((*JAVAC_SHARED, "-cp", BRIDGE_CLASSES, unit),),
             artifacts=(CLASSES,),
             run=("java", *RUN_FLAGS, *BRIDGE_FLAGS, "-cp", _CLASS_PATH, main),
             env=dict(BUILD_ENV),
@@ -547,7 +588,7 @@ class JavaLanguage(Language):
         main = _main_class(masked) or "Main"
         return Build(
             files={unit: code},
-            compile=((*JAVAC, unit),),
+            compile=((*JAVAC_SHARED, unit),),
             artifacts=(CLASSES,),
             run=("java", *RUN_FLAGS, "-cp", CLASSES, main),
             env=dict(BUILD_ENV),

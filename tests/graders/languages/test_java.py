@@ -11,6 +11,7 @@ harness's joined by a socket pair on descriptor 3. Tests that compile need a JDK
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,8 @@ from arbiter.graders.languages.java import (
     BRIDGE_DIR,
     CLASSES,
     DISPATCH,
-    JAVAC,
+    JAVAC_ARCHIVE,
+    JAVAC_SHARED,
     LANGUAGE,
     RUNTIME,
     mask,
@@ -198,7 +200,9 @@ def test_candidate_build_runs_the_dispatcher_and_adds_the_prompts_imports():
     assert build.files["Candidate.java"].startswith("import java.util.*;\nimport java.lang.*;\n")
     assert 'ArbiterBridge.serve("Solution");' in build.files[f"{DISPATCH}.java"]
     assert build.run[-1] == DISPATCH
-    assert build.compile == ((*JAVAC, "-cp", BRIDGE_CLASSES, f"{DISPATCH}.java", "Candidate.java"),)
+    assert build.compile == (
+        (*JAVAC_SHARED, "-cp", BRIDGE_CLASSES, f"{DISPATCH}.java", "Candidate.java"),
+    )
     assert build.run[build.run.index("-cp") + 1] == f"{CLASSES}:{BRIDGE_CLASSES}"
     assert build.flags == (BRIDGE_DIR,)
     assert "-proc:none" in build.compile[0]
@@ -260,6 +264,17 @@ def test_prepare_compiles_the_bridge_once_per_source_and_toolchain(toolchain, tm
     target = Path(cache, BRIDGE_DIR)
     assert (target / "ArbiterBridge.class").is_file()
     assert str(Path(cache).resolve()) in prepared.roots
+    # javac's classes are archived, and a build's javac maps the archive: with
+    # -Xshare:on a JVM that cannot use it refuses to start.
+    assert (target / JAVAC_ARCHIVE).stat().st_size > 0
+    (tmp_path / "A.java").write_text("class A {}\n")
+    words = [w.replace("{cache}", cache) for w in JAVAC_SHARED]
+    words[0] = toolchain.paths["javac"]
+    done = subprocess.run(
+        [*words, "-J-Xshare:on", "A.java"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / CLASSES / "A.class").is_file()
     made = (target / "ArbiterBridge.class").stat().st_mtime_ns
     LANGUAGE.prepare(toolchain, cache)
     assert (target / "ArbiterBridge.class").stat().st_mtime_ns == made  # kept
