@@ -8,9 +8,11 @@ run in the sandbox (:mod:`arbiter.graders.programs`).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import resource
+import signal
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -108,22 +110,29 @@ def compile_build(
     env = run_env(build, out, cache, private)
     for command in build.compile:
         argv = resolve(command, toolchain, out, cache, private=private)
+        # A session (and process group) of its own: a compiler driver's children
+        # (cc1plus, as, ld) go with it when it is stopped, never left running.
+        proc = subprocess.Popen(
+            argv,
+            cwd=out,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_limits(max(1, math.ceil(timeout_s)), HARNESS_MEMORY_MB),
+        )
         try:
-            done = subprocess.run(
-                argv,
-                cwd=out,
-                env=env,
-                capture_output=True,
-                timeout=timeout_s,
-                check=False,
-                preexec_fn=_limits(max(1, math.ceil(timeout_s)), HARNESS_MEMORY_MB),
-            )
+            stdout, stderr = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            # The driver is not reaped yet, so its pid is still its group's id.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
             message = f"{argv[0]} ran past {timeout_s:g} s"
             return CompileOutcome(False, message, _since(started), "timeout")
-        if done.returncode != 0:
-            text = (done.stderr + done.stdout).decode("utf-8", "replace")
-            ended = "killed" if done.returncode < 0 else "error"
+        if proc.returncode != 0:
+            text = (stderr + stdout).decode("utf-8", "replace")
+            ended = "killed" if proc.returncode < 0 else "error"
             return CompileOutcome(False, text, _since(started), ended)
     return CompileOutcome(True, "", _since(started))
 

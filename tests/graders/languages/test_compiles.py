@@ -199,3 +199,24 @@ def test_a_task_text_no_build_can_hold_is_the_tasks_and_abstains(
     assert result.failure is not None
     assert result.failure.kind is FailureKind.COLLECTION_ERROR, result.failure
     assert "not valid Unicode" in result.failure.message
+
+
+def test_a_local_compile_past_its_limit_leaves_no_process_behind(tmp_path):
+    """A stopped compile takes its driver's children with it (cc1plus under g++)."""
+    import subprocess as sp
+
+    from arbiter.graders.languages import local as local_builds
+    from arbiter.graders.languages.base import Build, Toolchain
+
+    marker = f"arbiter-orphan-{tmp_path.name}"
+    build = Build(
+        files={},
+        compile=(("sh", "-c", f"bash -c 'exec -a {marker} sleep 60' & wait"),),
+        artifacts=(),
+        run=("true",),
+    )
+    toolchain = Toolchain(paths={}, version="", roots=())
+    done = local_builds.compile_build(build, str(tmp_path), toolchain, str(tmp_path), timeout_s=1)
+    assert not done.ok and done.ended == "timeout"
+    left = sp.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == [], left
