@@ -171,6 +171,18 @@ def _bridge_link() -> tuple[str, ...]:
     )
 
 
+def _gxx(gxx: str, building: Path, *words: str) -> subprocess.CompletedProcess[bytes]:
+    """g++ with :data:`CXXFLAGS` and ``words``, run in ``building`` (by ``prepare``)."""
+    return subprocess.run(
+        [gxx, *CXXFLAGS, *words],
+        cwd=building,
+        env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )
+
+
 def _link_options(gxx: str, building: Path) -> str:
     """``-fuse-ld=gold`` where gold links a program with the bridge that runs, else nothing.
 
@@ -181,14 +193,7 @@ def _link_options(gxx: str, building: Path) -> str:
     probe = building / "probe"
     try:
         (building / "probe.cpp").write_text("int main() { return 0; }\n", encoding="utf-8")
-        linked = subprocess.run(
-            [gxx, *CXXFLAGS, "-fuse-ld=gold", "-o", "probe", "probe.cpp", RUNTIME_OBJECT],
-            cwd=building,
-            env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
+        linked = _gxx(gxx, building, "-fuse-ld=gold", "-o", "probe", "probe.cpp", RUNTIME_OBJECT)
         ran = linked.returncode == 0 and subprocess.run([probe], timeout=60).returncode == 0
     except (OSError, subprocess.SubprocessError):
         ran = False
@@ -794,23 +799,13 @@ class CppLanguage(Language):
                 (building / RUNTIME_SOURCE).write_text(_runtime_source(), encoding="utf-8")
                 gxx = toolchain.paths.get("g++", "g++")
 
-                def gxx_run(*words: str) -> subprocess.CompletedProcess[bytes]:
-                    return subprocess.run(
-                        [gxx, *CXXFLAGS, *words],
-                        cwd=building,
-                        env={"PATH": "/usr/local/bin:/usr/bin:/bin"},
-                        capture_output=True,
-                        timeout=300,
-                        check=False,
-                    )
-
-                made = gxx_run("-c", RUNTIME_SOURCE, "-o", RUNTIME_OBJECT)
+                made = _gxx(gxx, building, "-c", RUNTIME_SOURCE, "-o", RUNTIME_OBJECT)
                 if made.returncode != 0:
                     text = made.stderr.decode("utf-8", "replace")[-2000:]
                     raise RuntimeError(f"the C++ bridge does not compile: {text}")
                 (building / RUNTIME_SOURCE).unlink()
                 (building / LINK_OPTIONS).write_text(_link_options(gxx, building), encoding="utf-8")
-                made = gxx_run("-x", "c++-header", RUNTIME, "-o", f"{RUNTIME}.gch")
+                made = _gxx(gxx, building, "-x", "c++-header", RUNTIME, "-o", f"{RUNTIME}.gch")
                 if made.returncode != 0:
                     log.warning(
                         "the C++ bridge did not precompile (compiles read it as text): %s",

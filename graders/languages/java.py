@@ -349,7 +349,15 @@ def _compile_bridge(toolchain: Toolchain, target: Path, stamp: str) -> None:
     """Compile runtime/ArbiterBridge.java into ``target`` (replacing what is there)."""
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".java-bridge-") as scratch:
         Path(scratch, RUNTIME).write_bytes(_RUNTIME_PATH.read_bytes())
-        argv = [toolchain.paths["javac"], *JAVAC[1:], RUNTIME]
+        # The same javac archives the classes it loaded as it exits (JAVAC_ARCHIVE,
+        # written under -d): without the archive javac only starts slower.
+        archive = Path(scratch, CLASSES, JAVAC_ARCHIVE)
+        argv = [
+            toolchain.paths["javac"],
+            f"-J-XX:ArchiveClassesAtExit={archive}",
+            *JAVAC[1:],
+            RUNTIME,
+        ]
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": scratch, "TMPDIR": scratch, **ENV}
         done = subprocess.run(
             argv, cwd=scratch, env=env, capture_output=True, timeout=300, check=False
@@ -358,29 +366,11 @@ def _compile_bridge(toolchain: Toolchain, target: Path, stamp: str) -> None:
             text = (done.stderr + done.stdout).decode("utf-8", "replace")
             raise RuntimeError(f"the Java bridge does not compile: {text}")
         built = Path(scratch, CLASSES)
-        # The same compile again, into a scratch directory, to archive the classes
-        # javac loads for it (JAVAC_ARCHIVE). Without the archive javac only starts slower.
-        archive = Path(built, JAVAC_ARCHIVE)
-        dumped = subprocess.run(
-            [
-                toolchain.paths["javac"],
-                f"-J-XX:ArchiveClassesAtExit={archive}",
-                *JAVAC[1:-1],
-                "archiving",
-                RUNTIME,
-            ],
-            cwd=scratch,
-            env=env,
-            capture_output=True,
-            timeout=300,
-            check=False,
-        )
-        if dumped.returncode != 0 or not archive.is_file():
+        if not archive.is_file():
             log.warning(
                 "javac's classes were not archived (each compile loads them): %s",
-                (dumped.stderr + dumped.stdout).decode("utf-8", "replace")[-2000:],
+                (done.stderr + done.stdout).decode("utf-8", "replace")[-2000:],
             )
-            archive.unlink(missing_ok=True)
         Path(built, "stamp").write_text(stamp, encoding="utf-8")
         for path in (built, *built.rglob("*")):
             path.chmod(0o755 if path.is_dir() else 0o644)
